@@ -10,8 +10,10 @@ import asyncio
 import json
 import logging
 import re
+import select
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,10 +38,12 @@ from ..protocol.rpc import (
 )
 
 WRITE_TIMEOUT_SECONDS = 10.0
-MAX_IN_FLIGHT = 16  # requests of one client running at once; more wait to be read
-# Bytes that may wait for a client before it counts as stuck and is cut off: room for all its
-# requests in flight to be answered with 4 MiB each, where a bound on the number of messages
-# alone let a client that never reads pin a gigabyte until the write timeout.
+# Requests of one client under way at once, each until its answer is handed to the socket;
+# more wait to be read. So what one client's answers hold is bounded by their number, not
+# their bytes: a bound in bytes cut off a client reading three 38 MiB transcripts it asked for.
+MAX_IN_FLIGHT = 16
+# Bytes of notifications that may wait for a client before it counts as stuck and is cut off,
+# where a bound on the number of messages alone let a client that never reads pin a gigabyte.
 OUTBOX_BYTES = MAX_IN_FLIGHT * MAX_MESSAGE_BYTES
 # Small notifications cost more in bookkeeping than in bytes: their number is bounded too.
 OUTBOX_MESSAGES = 1024
@@ -75,29 +79,70 @@ READ_CHUNK = 64 * 1024  # what one read takes from a socket at most
 # Messages longer than one read received at once, by all clients together: with up to 4 MiB
 # each, 64 MiB; a client past them waits, what it sends kept in its socket (decision 0405).
 LONG_MESSAGES = 16
+# Requests of the methods whose answers grow with a whole session (a transcript), run by all
+# clients together, each until its answer is handed to its socket: one of a 40 MB session
+# peaks at some 350 MB, and sixteen at once took gigabytes (decision 0522).
+HEAVY_AT_ONCE = 2
 log = logging.getLogger("remem.daemon")
 
 
+class ClientGone(Exception):
+    """The client that asked closed its connection: its request is not run."""
+
+
+class Ticket:
+    """One request of a client: whether that client is `gone`, and the permits the request
+    holds (its client's slot, a heavy method's) until its answer is handed to the socket or
+    dropped, so what waits for a client is bounded by the answers it may have under way."""
+
+    def __init__(self, gone: Callable[[], bool] = lambda: False) -> None:
+        self.gone = gone
+        self._permits: list[asyncio.Semaphore] = []
+
+    def hold(self, permit: asyncio.Semaphore) -> None:
+        self._permits.append(permit)
+
+    def release(self) -> None:
+        """Give back the permits held; each once."""
+        while self._permits:
+            self._permits.pop().release()
+
+
 class Dispatcher:
-    def __init__(self, handlers: dict[str, Handler], max_answer_bytes: int) -> None:
+    def __init__(
+        self, handlers: dict[str, Handler], max_answer_bytes: int, heavy: Collection[str] = ()
+    ) -> None:
         assert set(handlers) == set(METHODS), "every protocol method has exactly one handler"
         self._handlers = handlers
         self._max_answer_bytes = max_answer_bytes
+        self._heavy_methods = frozenset(heavy)
+        self._heavy = asyncio.Semaphore(HEAVY_AT_ONCE)  # shared by all clients: see HEAVY_AT_ONCE
         # Results given again (a snapshot the cache proved unchanged, a kept listing) are encoded
         # once: for 200 records, encoding costs ten times what answering from the cache does.
         # Held weakly: a result nothing else keeps (a transcript shown once) is given again never.
         self._encoded: OrderedDict[int, tuple[weakref.ref[BaseModel], bytes]] = OrderedDict()
         self._validating = ThreadPoolExecutor(1, thread_name_prefix="remem-validate")
 
-    async def handle(self, line: bytes) -> bytes | None:
-        """The encoded response line to one message, or None for a notification."""
-        answer = await self._handle(line)
+    async def handle(self, line: bytes, ticket: Ticket | None = None) -> bytes | None:
+        """The encoded response line to one message, or None for a notification or when its
+        client is gone. A heavy method's permit stays held in `ticket` for the caller to give
+        back once the answer is handed on; without a ticket it is given back here."""
+        if ticket is None:
+            own = Ticket()
+            try:
+                return await self.handle(line, own)
+            finally:
+                own.release()
+        try:
+            answer = await self._handle(line, ticket)
+        except ClientGone:
+            return None
         if answer is not None and len(answer) > self._max_answer_bytes:
             # An error is bounded as a result is: a client buffers either whole.
             return _shortened(answer, self._max_answer_bytes)
         return answer
 
-    async def _handle(self, line: bytes) -> bytes | None:
+    async def _handle(self, line: bytes, ticket: Ticket) -> bytes | None:
         try:
             # Decoded strictly first: `json.loads` of bytes guesses UTF-16 or 32 and lets an
             # encoded lone surrogate through, which the escape check below would not see.
@@ -112,7 +157,9 @@ class Dispatcher:
         try:
             method, params = _request_parts(message)
             escaped = b"\\ud" in line or b"\\uD" in line
-            result = await self._call(method, params, escaped, off_loop=len(line) > OFF_LOOP_BYTES)
+            result = await self._call(method, params, escaped, len(line) > OFF_LOOP_BYTES, ticket)
+        except ClientGone:  # nobody to answer: not an error of the handler's
+            raise
         except RpcError as exc:
             return None if _is_notification(message) else _error(request_id, exc)
         except (HomeUnusable, LockUnusable) as exc:
@@ -157,10 +204,14 @@ class Dispatcher:
             total -= len(self._encoded.popitem(last=False)[1][1])
         return text
 
-    async def _call(self, method: str, params: Any, escaped: bool, off_loop: bool = False) -> BaseModel:
+    async def _call(
+        self, method: str, params: Any, escaped: bool, off_loop: bool, ticket: Ticket
+    ) -> BaseModel:
         """`method`'s result; `escaped` when the message holds a surrogate's escape, so its
         params are searched for a lone one (a handler would fail on it far from here);
-        `off_loop` when the message is long enough for its params to be checked in a thread."""
+        `off_loop` when the message is long enough for its params to be checked in a thread.
+        A heavy method runs once it holds a permit, and not at all if its client left
+        meanwhile: a client that sent sixteen transcripts and closed had them all rendered."""
         spec = METHODS.get(method)
         if spec is None:
             raise RpcError(METHOD_NOT_FOUND, f"unknown method {_cut(repr(method), PROBLEM_CHARS)}")
@@ -171,6 +222,11 @@ class Dispatcher:
             )
         else:
             parsed = parse_params(method, spec.params, params, escaped)
+        if method in self._heavy_methods:
+            await self._heavy.acquire()
+            ticket.hold(self._heavy)
+            if ticket.gone():
+                raise ClientGone
         return await self._handlers[method](parsed)
 
 
@@ -425,7 +481,8 @@ class Connection:
         self._reader, self._writer, self._dispatcher = reader, writer, dispatcher
         self._backlogs = backlogs
         self._long_messages = long_messages  # shared by the daemon's clients: see `_receive_all`
-        self._outbox: asyncio.Queue[bytes | None] = asyncio.Queue()  # bounded by `_post`
+        # Answers with the ticket each holds, notifications without: bounded by `_post`.
+        self._outbox: asyncio.Queue[tuple[bytes, Ticket | None] | None] = asyncio.Queue()
         self._waiting_bytes = 0  # in the outbox, not yet handed to the socket
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._requests: set[asyncio.Task[None]] = set()
@@ -442,6 +499,9 @@ class Connection:
             self._backlogs.join(self)
         try:
             await self._receive_all()
+            if self._gone():  # nobody will read the answers: what is under way ends now
+                for task in self._requests:
+                    task.cancel()
             if self._requests:  # a half-closed client still gets its answers
                 await asyncio.wait(self._requests)
             self._post(None)
@@ -451,6 +511,7 @@ class Connection:
                 self._backlogs.leave(self)
             for task in (sender, *self._requests):
                 task.cancel()
+            self._drop_waiting()
             self._writer.close()
 
     def notify(self, method: str, params: BaseModel) -> None:
@@ -484,7 +545,12 @@ class Connection:
                     line = b"".join((*unfinished, chunk[start : end + 1]))
                     unfinished, held, start = [], 0, end + 1
                     await self._slots.acquire()
-                    task = asyncio.create_task(self._answer(line))
+                    if self._gone():  # it left while waiting for a slot: the rest it sent is not run
+                        self._slots.release()
+                        return
+                    ticket = Ticket(self._gone)
+                    ticket.hold(self._slots)
+                    task = asyncio.create_task(self._answer(line, ticket))
                     self._requests.add(task)
                     task.add_done_callback(self._request_done)
                 if start < len(chunk):
@@ -522,29 +588,52 @@ class Connection:
         except ConnectionError:
             return b""
 
-    async def _answer(self, line: bytes) -> None:
-        response = await self._dispatcher.handle(line)
-        if response is not None:
-            self._post(response)
+    async def _answer(self, line: bytes, ticket: Ticket) -> None:
+        posted = False
+        try:
+            response = await self._dispatcher.handle(line, ticket)
+            if response is not None:
+                self._post(response, ticket)
+                posted = True
+        finally:
+            if not posted:
+                ticket.release()
 
     def _request_done(self, task: asyncio.Task[None]) -> None:
         self._requests.discard(task)
-        self._slots.release()
 
-    def _post(self, data: bytes | None) -> None:
+    def _gone(self) -> bool:
+        """Whether the client is cut off, or closed its connection both ways (POLLHUP): one
+        that only closed its sending side (POLLRDHUP alone) still reads its answers."""
+        if self._writer.is_closing():
+            return True
+        sock = self._writer.get_extra_info("socket")
+        if sock is None:
+            return False
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLHUP)
+        return any(event & select.POLLHUP for _, event in poller.poll(0))
+
+    def _post(self, data: bytes | None, ticket: Ticket | None = None) -> None:
+        """Queue `data` for the client: an answer with its `ticket`, given back once the answer
+        is handed to the socket or dropped; a notification without one."""
         if data is None:
             self._outbox.put_nowait(None)  # the writer's cue to stop, which it must always get
         elif self._writer.is_closing():
-            return  # cut off or gone: nobody will read it, and a cut is reported once
-        elif self._overflows(len(data)):
+            pass  # cut off or gone: nobody will read it, and a cut is reported once
+        elif ticket is None and self._overflows(len(data)):
+            # Only what the client did not ask for: its answers are bounded by its tickets, and
+            # one that stops reading them is cut off by the write timeout.
             self.cut_off("a client does not read its messages")
         else:
             if self._backlogs is not None:
                 self._backlogs.make_room(len(data))
-                if self._writer.is_closing():
-                    return  # it was the one cut off
-            self._outbox.put_nowait(data)
-            self._wait(len(data))
+            if not self._writer.is_closing():  # else it was the one cut off
+                self._outbox.put_nowait((data, ticket))
+                self._wait(len(data))
+                return
+        if ticket is not None:
+            ticket.release()
 
     def _wait(self, size: int) -> None:
         """Count `size` more bytes (fewer when negative) waiting for this client, and in the
@@ -557,10 +646,16 @@ class Connection:
         """Disconnect this client, dropping what waits for it."""
         log.warning("%s (%s wait for it): disconnecting it", why, _mib(self._waiting_bytes))
         self._writer.transport.abort()
-        while not self._outbox.empty():
-            self._outbox.get_nowait()
-        self._wait(-self._waiting_bytes)
+        self._drop_waiting()
         self._outbox.put_nowait(None)
+
+    def _drop_waiting(self) -> None:
+        """Drop what waits for this client, giving back the answers' tickets."""
+        while not self._outbox.empty():
+            entry = self._outbox.get_nowait()
+            if entry is not None and entry[1] is not None:
+                entry[1].release()
+        self._wait(-self._waiting_bytes)
 
     def _overflows(self, size: int) -> bool:
         if self._outbox.empty():
@@ -569,12 +664,19 @@ class Connection:
         return full or self._waiting_bytes + size > OUTBOX_BYTES
 
     async def _send_all(self) -> None:
-        while (data := await self._outbox.get()) is not None:
+        while (entry := await self._outbox.get()) is not None:
+            data, ticket = entry
             self._wait(-len(data))
-            self._writer.write(data)
-            if not await self._drained():
+            try:
+                self._writer.write(data)
+                drained = await self._drained()
+            finally:
+                if ticket is not None:
+                    ticket.release()
+            if not drained:
                 # A client that vanished or stopped reading loses only its own connection.
                 self._writer.transport.abort()
+                self._drop_waiting()
                 return
 
     async def _drained(self) -> bool:
@@ -595,8 +697,9 @@ class Connection:
             except asyncio.TimeoutError:  # not the builtin before Python 3.11
                 waiting = transport.get_write_buffer_size()
                 if waiting >= left:
+                    # What the socket holds and what is queued behind it: all it is dropping.
                     log.warning("a client took nothing for %.0f s (%s wait for it): disconnecting it",
-                                WRITE_TIMEOUT_SECONDS, _mib(waiting))  # fmt: skip
+                                WRITE_TIMEOUT_SECONDS, _mib(waiting + self._waiting_bytes))  # fmt: skip
                     return False
                 left = waiting
 

@@ -42,6 +42,8 @@ from ..protocol.rpc import (
     INVALID_REQUEST,
     NOTIFICATIONS,
     PROTOCOL_VERSION,
+    SESSIONS_LOG,
+    SESSIONS_TRANSCRIPT,
     DaemonInfo,
     Empty,
     HelloParams,
@@ -78,6 +80,9 @@ _OTHER_ROOTS_CHARS = 2000  # of each, logged and kept (a client may send megabyt
 MAX_CONNECTIONS = 512
 DESCRIPTORS_WANTED = 65536  # the soft limit raised towards the hard one at start, at most to this
 ACCEPT_FAILURE_LOG_SECONDS = 60.0  # an accept failing for want of descriptors is logged this rarely
+# The methods that read a whole session and answer with all of it, admitted a few at a time
+# (`jsonrpc.HEAVY_AT_ONCE`); the others (a listing's rows, turns kept in the index) are not.
+HEAVY_METHODS = (SESSIONS_TRANSCRIPT.name, SESSIONS_LOG.name)
 
 
 class Daemon:
@@ -134,6 +139,7 @@ class Daemon:
                 **self.services.handlers(),
             },
             settings.daemon.max_answer_bytes,
+            heavy=HEAVY_METHODS,
         )
 
     def publish(self, method: str, params: BaseModel) -> None:

@@ -1,5 +1,6 @@
-"""A client that never reads its answers is cut off by the bytes waiting for it, not their number;
-one that reads slowly gets every answer, however long it takes."""
+"""A client that never reads its answers has only those under way made, and is cut off once it
+takes nothing for the write timeout; one that reads slowly gets every answer, however long it
+takes."""
 
 from __future__ import annotations
 
@@ -14,56 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.record import BODY_MAX_BYTES, RECORDS_MAX
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server import jsonrpc
-from remem.daemon.server.jsonrpc import OUTBOX_BYTES, OUTBOX_MESSAGES, Connection
+from remem.daemon.server.jsonrpc import MAX_IN_FLIGHT, Connection
 from remem.daemon.server.process import Daemon
 from remem.daemon.server.running_settings import RunningSettings
-from remem.daemon.server.runtime import DaemonPaths
 from tests.memory.factory import put
 
-from .helpers import calls, remem, wait_until
+from .helpers import wait_until
 
 pytestmark = pytest.mark.slow
 EMPTY = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-STUCK = re.compile(r"a client does not read its messages \(([\d.]+) MiB wait for it\)")
-
-
-def clients(home: Home) -> int:
-    [status] = calls(home, [("daemon/status", {})])
-    return int(status["clients"])
-
-
-def test_a_client_that_never_reads_is_cut_off_by_bytes_and_said_once(
-    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv(NO_DAEMON_ENV)
-    # The largest workspace there is: an answer of over a MiB, given again from the cache, so
-    # answers pile up far faster than the write timeout could cut the client off instead.
-    cwd = str(tmp_path / "project")
-    body = "Why it matters. " * (BODY_MAX_BYTES // 16 - 8) + "\n"
-    records = [put(f"r{n:03d}", body) for n in range(RECORDS_MAX)]
-    MemoryStore(home).commit_workspace(WorkspaceId.from_cwd(cwd), EMPTY, records)
-    assert remem(home, "daemon", "start").returncode == 0
-    request = {"jsonrpc": "2.0", "method": "memory/readWorkspace", "params": {"cwd": cwd}}
-    [snapshot] = calls(home, [(request["method"], request["params"])])
-    asked = 3 * OUTBOX_BYTES // len(json.dumps(snapshot))
-    assert asked < OUTBOX_MESSAGES, "too few answers for a count of messages to stop them"
-
-    paths = DaemonPaths(home)
-    with socket.socket(socket.AF_UNIX) as stuck:
-        stuck.connect(paths.read_status().socket)  # type: ignore[union-attr]
-        stuck.sendall(b"".join(json.dumps({**request, "id": n}).encode() + b"\n" for n in range(asked)))
-        wait_until(lambda: STUCK.search(paths.log.read_text()), what="the stuck client to be cut off")
-        # Its requests already running end first; meanwhile, and after, others are served.
-        wait_until(lambda: clients(home) == 1, what="the stuck client to be gone", seen=lambda: clients(home))
-
-    [waiting] = STUCK.findall(paths.log.read_text())
-    assert float(waiting) * (1 << 20) <= OUTBOX_BYTES, "cut off before more than the bound waited"
+TOOK_NOTHING = re.compile(r"a client took nothing for \d+ s \(([\d.]+) MiB wait for it\)")
 
 
 def _big_workspace(home: Home, tmp_path: Path) -> tuple[bytes, int]:
@@ -116,6 +82,32 @@ def test_a_client_that_reads_slowly_gets_a_large_answer_past_the_write_timeout(
     answer = json.loads(_serve_one(home, tmp_path, slow))  # type: ignore[arg-type]
     assert len(answer["result"]["records"]) == RECORDS_MAX and size > 1_500_000
     assert time.monotonic() - started > 0.2
+
+
+def test_a_client_that_never_reads_has_only_its_requests_under_way_answered_and_is_cut_off_once(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Answers used to be made for all a client sent, and it was cut off by the bytes waiting
+    for it, a client reading large answers too. Now a request is under way until its answer is
+    handed to the socket: one that never reads has at most `MAX_IN_FLIGHT` answers made for it
+    (the rest of what it sent stays unread), and is cut off once it took nothing for the write
+    timeout, said once."""
+    monkeypatch.setattr(jsonrpc, "WRITE_TIMEOUT_SECONDS", 0.2)
+    request, _ = _big_workspace(home, tmp_path)
+    answer = asyncio.run(Daemon(home, RunningSettings(home)).dispatcher.handle(request))
+    assert answer is not None and len(answer) > 1_500_000
+
+    def never_reads(sock: socket.socket) -> None:
+        sock.sendall(request * (3 * MAX_IN_FLIGHT))
+        wait_until(lambda: TOOK_NOTHING.search(caplog.text), what="the client to be cut off")
+        while sock.recv(1 << 20):  # what reached its socket, then the end
+            pass
+
+    with caplog.at_level(logging.WARNING, logger="remem.daemon"):
+        _serve_one(home, tmp_path, never_reads)
+    [waiting] = TOOK_NOTHING.findall(caplog.text)
+    assert float(waiting) * (1 << 20) <= MAX_IN_FLIGHT * len(answer)
+    assert "does not read its messages" not in caplog.text
 
 
 def test_a_client_that_takes_nothing_is_cut_off_after_the_write_timeout_and_said(
