@@ -286,8 +286,9 @@ def _find_front_matter(
 
 
 def _unterminated(text: str, start: int, positions: TextPositions) -> Diagnostic:
-    """The front matter never closed: where the `---` line goes is after its last `key: value`
-    line (the body's first line follows it); with none, the keys are missing too."""
+    """The front matter never closed: where the `---` line goes is after its last `name:`,
+    `description:` or `type:` line (the body's first line follows it); with none, the keys are
+    missing too."""
     end = unclosed_front_matter_end(text)
     if end is None:
         message = (
@@ -301,21 +302,48 @@ def _unterminated(text: str, start: int, positions: TextPositions) -> Diagnostic
     return diagnostic("front-matter-unterminated", Severity.ERROR, message, positions.line_range(last))
 
 
-# A `key: value` line, or one indented under it (a value's continuation).
-_OPEN_KEY_LINE = re.compile(r"(?:[A-Za-z0-9_-]+:(?:[ \t][^\r\n]*)?|[ \t]+\S[^\r\n]*)(?:\r\n|\r|\n|\Z)")
+# A line of a front matter never closed: blank or a comment, a `key:` line, or one indented (a
+# value's continuation). Any other line is the body's.
+_OPEN_LINE = re.compile(
+    r"(?:[ \t]*(?:#[^\r\n]*)?"
+    r"|(?P<key>[A-Za-z0-9_-]+):(?P<value>[ \t][^\r\n]*)?"
+    r"|(?P<indented>[ \t]+\S)[^\r\n]*)"
+    r"(?:\r\n|\r|\n|\Z)"
+)
+# What follows a key whose value lies wholly on the lines below: nothing, a comment, or a block
+# scalar's header (`|`, `>-`).
+_VALUE_BELOW = re.compile(r"[ \t]*(?:[|>][-+1-9]*[ \t]*)?(?:#.*)?")
 
 
 def unclosed_front_matter_end(text: str) -> int | None:
-    """Where the closing `---` line of a front matter never closed belongs: the offset just past
-    the run of `key: value` lines below the opening line; None when there is no such line (or
-    the front matter is closed)."""
+    """Where the closing `---` line of a front matter never closed belongs: just past the last
+    `name:`, `description:` or `type:` line and the lines indented under it, the scan ending
+    with the body's first line or once the three are seen. Comments and blank lines are the
+    front matter's; another `key:` line only when one of the three follows it, since the body
+    may well begin `Note: …`, or indented (code). None when there is no such line (or the front
+    matter is closed)."""
     opening = _OPENING.match(text, 1 if text.startswith(BOM) else 0)
     if opening is None or _CLOSING.search(text, opening.end()) is not None:
         return None
-    end = at = opening.end()
-    while at < len(text) and (line := _OPEN_KEY_LINE.match(text, at)) is not None:
-        end = at = line.end()
-    return end if end > opening.end() else None
+    seen: set[str] = set()
+    end: int | None = None
+    owner, below = None, False  # the key the indented lines continue; its value all below it
+    at = opening.end()
+    while at < len(text) and (line := _OPEN_LINE.match(text, at)) is not None:
+        at = line.end()
+        if line["key"] is not None:
+            if len(seen) == len(FIELDS):
+                break
+            owner, below = line["key"], _VALUE_BELOW.fullmatch(line["value"] or "") is not None
+            if owner in FIELDS:
+                seen.add(owner)
+                end = at
+        elif line["indented"] is not None:
+            if owner in FIELDS and (below or len(seen) < len(FIELDS)):
+                end = at
+            elif len(seen) == len(FIELDS):
+                break
+    return end
 
 
 def _check_fields(

@@ -200,7 +200,8 @@ def _controls(context: _Context, diagnostic: types.Diagnostic) -> list[types.Cod
 
 
 def _close(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
-    """The closing `---` line after the front matter's last `key: value` line."""
+    """The closing `---` line where the validation says it goes; offered only when the record
+    then has no error it did not have: that place is a guess (the body may begin `Note: …`)."""
     end = unclosed_front_matter_end(context.text)
     if end is None:
         return []
@@ -208,9 +209,12 @@ def _close(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAc
     ends_a_line = context.text[end - 1] in "\r\n"
     line = f"---{newline}" if ends_a_line else f"{newline}---{newline}"
     at = lsp_range(TextPositions(context.text), end, end)
+    edits = [types.TextEdit(at, line)]
+    if not _adds_no_error(context, edits):
+        return []
     after = at.start.line - 1 if ends_a_line else at.start.line
     title = f"Close the front matter with a `---` line after line {after + 1}"
-    return [_fix(title, diagnostic, context.edit([types.TextEdit(at, line)]), preferred=True)]
+    return [_fix(title, diagnostic, context.edit(edits), preferred=True)]
 
 
 # -- front-matter keys ------------------------------------------------------------------------

@@ -67,6 +67,7 @@ NO_NAME = "---\ndescription: A fact\ntype: project\n---\nBody.\n"
 NO_TYPE = "---\nname: t\ndescription: A fact\n---\nBody.\n"
 NO_DESCRIPTION = "---\nname: d\ntype: project\n---\n# Use uv\nMore.\n"
 KEY_CASE = "---\nname: k\ndescription: A fact\nType: project\n---\nBody.\n"
+UNCLOSED = "---\n{}description: A fact\ntype: project\n{}"  # its `name:` lines, its body
 CASES = [
     # name, file, text, code, the fix's title, preferred, the text it makes
     ("control", "ctl.md", record("ctl", body="Be\x07 brief\x1b.\n"), "remem/control-character",
@@ -125,6 +126,20 @@ CASES = [
     ("unterminated", "open.md", record("open").replace("---\nBody", "Body"),
      "remem/front-matter-unterminated", "Close the front matter with a `---` line after line 4", True,
      record("open")),
+    # The closing line goes after `type:`: a comment or blank line in the front matter is its
+    # own, and a body that begins `Note: …` or indented (code) is the body's.
+    ("unterminated-comment", "cm.md", UNCLOSED.format("name: cm\n# why: kept for audits\n", "Body.\n"),
+     "remem/front-matter-unterminated", "Close the front matter with a `---` line after line 5", True,
+     record("cm").replace("\ndescription", "\n# why: kept for audits\ndescription")),
+    ("unterminated-blank", "bl.md", UNCLOSED.format("name: bl\n\n", "Body.\n"),
+     "remem/front-matter-unterminated", "Close the front matter with a `---` line after line 5", True,
+     record("bl").replace("\ndescription", "\n\ndescription")),
+    ("unterminated-note", "nt.md", UNCLOSED.format("name: nt\n", "Note: read the RFC first.\n"),
+     "remem/front-matter-unterminated", "Close the front matter with a `---` line after line 4", True,
+     record("nt", body="Note: read the RFC first.\n")),
+    ("unterminated-code", "cb.md", UNCLOSED.format("name: cb\n", "    pip install uv\n"),
+     "remem/front-matter-unterminated", "Close the front matter with a `---` line after line 4", True,
+     record("cb", body="    pip install uv\n")),
     ("description-from-body", "e.md", record("e", description='""', body="Use uv, not pip.\n"),
      "remem/description-empty", "Use the body's first line as the description", False,
      record("e", description="Use uv, not pip.", body="Use uv, not pip.\n")),
@@ -353,6 +368,18 @@ async def test_rules_without_a_safe_fix_get_none(client: LanguageClient) -> None
     assert fixing(await code_actions(client, empty, "remem/body-empty"), "remem/body-empty") == []
     twin = open_document(client, folder / "same.md", record("same"))
     assert fixing(await code_actions(client, twin, "remem/name-duplicate"), "remem/name-duplicate") == []
+
+
+async def test_the_front_matter_is_not_closed_where_that_would_make_another_error(
+    client: LanguageClient,
+) -> None:
+    """`tags:` is the front matter's, `type:` follows it; closed there, it is an unknown key."""
+    text = "---\nname: tags\ntags: a\ndescription: A fact\ntype: project\nBody.\n"
+    uri = open_document(client, workspace_folder(HOME, "unclosed-unsafe") / "tags.md", text)
+    actions = await code_actions(client, uri, "remem/front-matter-unterminated")
+    assert fixing(actions, "remem/front-matter-unterminated") == []
+    [problem] = client.diagnostics[uri]
+    assert problem.message.endswith("add a `---` line after `type: project` (line 5)")
 
 
 async def test_consolidation_is_offered_where_the_workspace_is_known(client: LanguageClient) -> None:

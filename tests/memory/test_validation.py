@@ -82,6 +82,45 @@ def test_front_matter_structure(text: str, code: str, where: tuple[int, int, int
         ),
         ("---\nname: c\n", "add a `---` line after `name: c` (line 2)", 1),
         ("---\nname: c\n  continued\nBody.\n", "add a `---` line after `continued` (line 3)", 2),
+        # A comment or blank line is the front matter's own: the scan goes on past it.
+        (
+            "---\nname: cm\n# why: kept for audits\ndescription: d\ntype: project\nBody.\n",
+            "add a `---` line after `type: project` (line 5)",
+            4,
+        ),
+        (
+            "---\nname: bl\n\ndescription: d\ntype: project\nBody.\n",
+            "add a `---` line after `type: project` (line 5)",
+            4,
+        ),
+        # Once the three keys are seen, a `Key: value` or indented line is the body's.
+        (
+            "---\nname: nt\ndescription: d\ntype: project\nNote: read the RFC first.\n",
+            "add a `---` line after `type: project` (line 4)",
+            3,
+        ),
+        (
+            "---\nname: cb\ndescription: d\ntype: project\n    pip install uv\n",
+            "add a `---` line after `type: project` (line 4)",
+            3,
+        ),
+        # ... unless the last one's value lies below it.
+        (
+            "---\nname: bk\ntype: project\ndescription: >\n  folded\nBody.\n",
+            "add a `---` line after `folded` (line 5)",
+            4,
+        ),
+        # Another key is the front matter's only when one of the three follows it.
+        (
+            "---\nname: un\ntags: a\ndescription: d\ntype: project\nBody.\n",
+            "add a `---` line after `type: project` (line 5)",
+            4,
+        ),
+        (
+            "---\nname: un\ndescription: d\nNote: a\nBody.\n",
+            "add a `---` line after `description: d` (line 3)",
+            2,
+        ),
         (
             "---\n",
             "below the `---` line write `name:`, `description:` and `type:` lines, then a closing `---` line",
