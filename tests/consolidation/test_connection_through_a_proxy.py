@@ -249,36 +249,15 @@ def test_an_https_proxy_url_to_a_plain_http_proxy_says_to_begin_it_with_http(
     ), error
 
 
-@contextlib.contextmanager
-def _tunnel_to_plain_http() -> Iterator[str]:
+def _tunnel_to_plain_http(conn: socket.socket) -> None:
     """An HTTP proxy that opens every CONNECT tunnel to a server speaking plain HTTP: whatever
-    comes through the tunnel is answered 400, as such a server answers a TLS hello. Its URL."""
-    stop = threading.Event()
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        listener.settimeout(0.05)  # so that `stop` is seen
-
-        def serve() -> None:
-            while not stop.is_set():
-                with contextlib.suppress(OSError):
-                    conn, _ = listener.accept()
-                    with conn:
-                        conn.settimeout(5)
-                        asked = b""
-                        while b"\r\n\r\n" not in asked and (chunk := conn.recv(4096)):
-                            asked += chunk
-                        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                        conn.recv(4096)  # the client's TLS hello
-                        conn.sendall(
-                            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                        )
-
-        server = threading.Thread(target=serve)
-        server.start()
-        try:
-            yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-        finally:
-            stop.set()
-            server.join()
+    comes through the tunnel is answered 400, as such a server answers a TLS hello."""
+    asked = b""
+    while b"\r\n\r\n" not in asked and (chunk := conn.recv(4096)):
+        asked += chunk
+    conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    conn.recv(4096)  # the client's TLS hello
+    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 
 
 def test_an_https_base_url_to_a_plain_http_server_past_a_proxy_says_to_begin_it_with_http(
@@ -288,7 +267,8 @@ def test_an_https_base_url_to_a_plain_http_server_past_a_proxy_says_to_begin_it_
     from the server past it or from the proxy itself (a block page): base_url is the user's, who
     knows whether its server serves plain HTTP."""
     url = "https://remem-test.invalid/v1"
-    with _tunnel_to_plain_http() as proxy:
+    with serving(_tunnel_to_plain_http) as port:
+        proxy = f"http://127.0.0.1:{port}"
         monkeypatch.setenv("HTTPS_PROXY", proxy)
         error = failed_with(home, tmp_path, url)
     assert error == (
@@ -314,7 +294,8 @@ def test_a_block_page_through_a_proxy_to_a_predefined_provider_never_says_to_dro
         f"consolidation:\n  provider: openai\n  model: gpt-4.1\nsessions:\n  roots: [{str(root)!r}]\n"
     )
     source = write_source(root, str(tmp_path / "project"))
-    with _tunnel_to_plain_http() as proxy:
+    with serving(_tunnel_to_plain_http) as port:
+        proxy = f"http://127.0.0.1:{port}"
         monkeypatch.setenv("HTTPS_PROXY", proxy)
         error, _ = failed_attempt(home, source.id, Status.PROVIDER_FAILED)
     assert error == (
