@@ -159,8 +159,13 @@ class Home:
         at = self.root
         for part in path.relative_to(self.root).parts:
             at = at / part
-            if at.is_symlink():
-                return at
+            try:
+                if at.is_symlink():
+                    return at
+            except PermissionError as exc:  # a folder on the way this user may not search
+                stopped = self.first_impassable(at, exc)
+                refused = stopped and self._refusal(stopped)  # as `ensure_layout` would say it
+                raise HomeUnusable(refused or self.unreadable_message(at, exc)) from None
         return None
 
     def open_file(self, path: Path, flags: int) -> int:
@@ -217,9 +222,9 @@ class Home:
         # through a link); the home itself may be a link, the user's choice.
         if not ours and folder != self.root and folder.is_symlink():
             raise HomeUnusable(linked_message(folder, self.root, "folder"))
-        refused = _why_unwritable(folder)
+        refused = self._refusal(folder)
         if refused is not None:
-            raise HomeUnusable(self._unwritable_message(folder, refused))
+            raise HomeUnusable(refused)
 
     def refuse_non_folder(self, folder: Path) -> Path:
         """HomeUnusable when something other than a folder (a file, a FIFO) stands at `folder`, in
@@ -291,6 +296,21 @@ class Home:
             f"home with --home or ${HOME_ENV}"
         )
 
+    def _refusal(self, folder: Path) -> str | None:
+        """Why this user cannot make files in `folder`, naming all it refuses (a folder it may
+        not read either is said so: told only of the write, a user let it be written and met
+        the read next); None when it can. Every command writes in the home (a lock at least),
+        and would otherwise meet the refusal as a bug's exception."""
+        if _may(folder, os.W_OK):
+            return None
+        if _may(folder, os.R_OK):
+            return self._unwritable_message(folder, _why_unwritable(folder))
+        return (
+            f"remem's home {self.root} cannot be used: {folder} cannot be read or written "
+            f"({os.strerror(errno.EACCES)}); let your user read and write in it, or choose another "
+            f"home with --home or ${HOME_ENV}"
+        )
+
 
 # What remem makes inside the fixed folders, by path: a link at one is refused with them (each
 # folder listed before what it holds).
@@ -340,11 +360,14 @@ def linked_write_message(link: Path, path: Path, change: str) -> str:
 _EFFECTIVE_IDS = os.access in os.supports_effective_ids  # judged as a write would be
 
 
-def _why_unwritable(folder: Path) -> str | None:
-    """Why this user cannot make files in `folder`, None when they can: every command writes in
-    the home (a lock at least), and would otherwise meet the refusal as a bug's exception."""
-    if os.access(folder, os.W_OK | os.X_OK, effective_ids=_EFFECTIVE_IDS):
-        return None
+def _may(folder: Path, access: int) -> bool:
+    """Whether this user may `access` (`os.R_OK`, `os.W_OK`) what is in `folder`: it is searched too."""
+    return os.access(folder, access | os.X_OK, effective_ids=_EFFECTIVE_IDS)
+
+
+def _why_unwritable(folder: Path) -> str:
+    """The reason of a folder this user may not write in: its file system's, mounted read-only,
+    else its mode's."""
     try:
         read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:

@@ -31,6 +31,8 @@ from tests.lsp.editor import RECORD
 from tests.lsp.piped_server import Server, initialize, server  # noqa: F401 - the fixture
 from tests.permissions import PAST_MASK, bound_by_permissions, effective
 
+# What a folder of the home its user may neither read nor write in is said as: both refusals.
+CLOSED = "cannot be read or written (Permission denied); let your user read and write in it"
 READS = [("sessions/list", {}), ("sessions/tree", {"cwd": "/w"}), ("consolidation/receipts", {})]
 
 
@@ -137,7 +139,7 @@ def test_an_unreadable_receipts_folder_is_said_and_the_daemon_serves_on(bound: H
         answers = _calls(bound, READS)
     finally:
         bound.reviews.chmod(0o700)
-    _refused(answers, bound.reviews, "cannot be read (Permission denied); let your user read it")
+    _refused(answers, bound.reviews, CLOSED)
     _serves_again(bound)
 
 
@@ -169,5 +171,5 @@ def test_a_receipts_folder_behind_a_folder_that_cannot_be_passed_through_names_t
         answers = _calls(bound, READS)
     finally:
         bound.memory.chmod(0o700)
-    _refused(answers, bound.memory, "cannot be read (Permission denied); let your user read it")
+    _refused(answers, bound.memory, CLOSED)
     _serves_again(bound)

@@ -28,21 +28,9 @@ from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.server.runtime import DaemonPaths
 from tests.cli_process import remem
 from tests.fake_openai import FakeOpenAI, tool_call
-from tests.permissions import PAST_MASK, bound_by_permissions, effective, modes
+from tests.permissions import PAST_MASK, as_user, effective, modes
 
 from .conftest import Source, both_scopes
-
-
-def as_user(command: list[str], environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`command` run as a user file modes bind: root without its ways past them."""
-    privileged = os.geteuid() == 0
-    try:
-        return subprocess.run(
-            command, capture_output=True, text=True, env=environment, timeout=120,
-            preexec_fn=bound_by_permissions if privileged else None,
-        )  # fmt: skip
-    except subprocess.SubprocessError as error:  # root without CAP_SETPCAP, in some containers
-        pytest.skip(f"run as root, which cannot give up its way past permissions here: {error}")
 
 
 def bound(home: Home, *args: str, daemon: bool = False) -> subprocess.CompletedProcess[str]:
