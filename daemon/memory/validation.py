@@ -502,17 +502,67 @@ def _syntax_advice(exc: yaml.MarkedYAMLError, text: str, at: int) -> str:
     """How to mend the line YAML refused. A second `: ` in a plain value is the usual slip
     (`description: Use uv: not pip`), then a value starting with one of YAML's indicators
     (`'tis`, `[draft]`, `@team`): the lines are `key: value` already, so the advice is the
-    quotes, shown on the line as written."""
-    start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
-    written = _KEY_LINE.fullmatch(text[start : _line_end(text, at)].rstrip())
+    quotes, shown on the line as written. A value quoted already gets what its quotes need."""
+    written = _written(text, at)
     if (exc.problem or "").startswith("mapping values are not allowed"):
         if written is None:  # a continuation line, say: its own key is elsewhere
             return 'a value holding `: ` must be quoted: `description: "…"`'
-        return f"a value holding `: ` must be quoted: `{written[1]}: {_quoted(written[2])}`"
-    if written is not None and _INDICATOR.match(written[2]):
-        shown = f"`` {written[2][0]} ``" if written[2][0] == "`" else f"`{written[2][0]}`"
-        return f"a value starting with {shown} must be quoted: `{written[1]}: {_quoted(written[2])}`"
-    return "write `key: value` lines"
+        return f"a value holding `: ` must be quoted: `{written[0]}: {_quoted(written[1])}`"
+    if written is None or not _INDICATOR.match(written[1]):
+        return "write `key: value` lines"
+    key, value = written
+    quotes = _QUOTED.get(value[0])
+    closed = quotes.match(value) if quotes is not None else None
+    if closed is not None:
+        return _requoting(key, value, closed) or "write `key: value` lines"
+    shown = f"`` {value[0]} ``" if value[0] == "`" else f"`{value[0]}`"
+    return f"a value starting with {shown} must be quoted: `{key}: {_quoted(value)}`"
+
+
+def _written(text: str, at: int) -> tuple[str, str] | None:
+    """The key and value of the `key: value` line holding `at`, the lines indented under it
+    joined to the value with a space, as they are to be written on one line."""
+    start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+    end = _line_end(text, at)
+    line = _KEY_LINE.fullmatch(text[start:end].rstrip())
+    if line is None:
+        return None
+    below = _INDENTED_BELOW.match(text, end)
+    lines = below[0].splitlines() if below is not None else []
+    return line[1], " ".join([line[2], *(more.strip() for more in lines if more.strip())])
+
+
+def _requoting(key: str, value: str, closed: re.Match[str]) -> str | None:
+    """Advice for a value whose quotes close on its line: the text after them goes inside (or,
+    the quote marks being text, the whole is quoted); with none, a `\\` in double quotes began
+    an escape YAML does not know, meant as the backslash it is (`"C:\\dir"`). Each line shown
+    reads back as the text meant."""
+    inner = _unquoted(closed[0])
+    after = value[closed.end() :]
+    rest = "" if _COMMENT.match(after) else after.strip()
+    if rest:
+        return (
+            f"text follows the closing `{value[0]}`: put it inside the quotes, "
+            f"`{key}: {_quoted(f'{inner.rstrip()} {rest}')}`, or to keep the quote marks as text, quote the "
+            f"whole value: `{key}: {_quoted(value)}`"
+        )
+    if value[0] != '"':
+        return None
+    single = "'" + inner.replace("'", "''") + "'"
+    return (
+        f"in double quotes a `\\` begins an escape: write each `\\` as `\\\\`, `{key}: {_quoted(inner)}`, "
+        f"or quote with `'`, in which `\\` is itself: `{key}: {single}`"
+    )
+
+
+def _unquoted(quoted: str) -> str:
+    """The text a quoted value reads as; where an escape is unknown to YAML, each backslash
+    but one before `"` or `\\` taken as itself."""
+    try:
+        text = safe_yaml.load(quoted)
+    except yaml.YAMLError:
+        return re.sub(r'\\([\\"])', r"\1", quoted[1:-1])
+    return str(text)
 
 
 def _quoted(value: str) -> str:
@@ -525,6 +575,9 @@ def _line_end(text: str, at: int) -> int:
 
 
 _KEY_LINE = re.compile(r"([A-Za-z0-9_-]+):[ \t]+(.+)")
+_INDENTED_BELOW = re.compile(r"(?:(?:\r\n|\r|\n)[ \t]+\S[^\r\n]*)*")
+# A value quoted and closed: in double quotes `\` escapes the next character, in single `''` is one.
+_QUOTED = {'"': re.compile(r'"(?:[^"\\]|\\.)*"'), "'": re.compile(r"'(?:[^']|'')*'")}
 # What YAML reads as the start of something other than plain text (`#` aside: a comment).
 _INDICATOR = re.compile(r"""[!&*|>'"%@`\[\]{},]|[-?:](?:[ \t]|$)""")
 _COMMENT = re.compile(r"[ \t]+#")

@@ -6,9 +6,11 @@ lines it already is."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -100,12 +102,11 @@ def test_other_syntax_errors_keep_their_advice() -> None:
     ("value", "column"),
     [
         ("'tis the season", 13),  # YAML notices only at the end: told at the quote that opens it
-        ('"Quoted" then more', 22),
         ("[draft] notes", 21),
         ("@mention the team", 13),
         ("*important* rule", 13),
         ("- a list", 13),
-        ('"C:\\dir" is home', 16),  # at the unknown escape `\d`; quoted, `"` and `\` are escaped
+        ("'tis a C:\\dir", 13),  # quoted, `\` is escaped
     ],
 )
 def test_a_value_starting_with_a_yaml_indicator_is_told_on_its_line_to_be_quoted(
@@ -117,6 +118,30 @@ def test_a_value_starting_with_a_yaml_indicator_is_told_on_its_line_to_be_quoted
     assert advice == f"a value starting with `{value[0]}` must be quoted"
     fixed = parse_record(front("name: q", quoted.removesuffix("`"), "type: feedback"), "q.md")
     assert fixed.record is not None and fixed.record.description == value
+
+
+@pytest.mark.parametrize(
+    ("lines", "meant"),
+    [
+        # An escape YAML does not know in a value quoted whole: each `\` doubled, or single quotes.
+        (('description: "Builds live in C:\\projects\\qa"',), ["Builds live in C:\\projects\\qa"] * 2),
+        # Text after the closing quote: put inside the quotes, or the quote marks kept as text.
+        (("description: 'ok' junk: y",), ["ok junk: y", "'ok' junk: y"]),
+        (('description: "Quoted" then more',), ["Quoted then more", '"Quoted" then more']),
+        (('description: "C:\\dir" is home',), ["C:\\dir is home", '"C:\\dir" is home']),
+        # A quote never closed: its lines joined, not the first alone.
+        (("description: 'it", "  goes on"), ["'it goes on"]),
+    ],
+)
+def test_a_quoted_value_is_told_what_its_quotes_need_each_line_shown_reading_back_as_meant(
+    lines: tuple[str, ...], meant: list[str]
+) -> None:
+    """A value quoted already was told to be quoted, the quotes then read back as text."""
+    [error] = validate_record(front("name: q", *lines, "type: feedback"), "q.md")
+    assert error.code == "remem/front-matter-syntax"
+    shown = re.findall(r"`(description: [^`]*)`", error.message)
+    read_back = [parse_record(front("name: q", line, "type: feedback"), "q.md").record for line in shown]
+    assert [r.description if r is not None else None for r in read_back] == meant
 
 
 def test_a_description_yaml_reads_all_as_a_comment_is_empty_and_told_to_be_quoted() -> None:
@@ -160,17 +185,37 @@ def test_quoting_that_would_be_over_the_limit_is_said_with_its_length() -> None:
     )
 
 
-def test_memory_validate_in_its_own_process_says_it_briefly(tmp_path: Path) -> None:
-    path = tmp_path / "long.md"
-    path.write_text(LONG)
+def validated_in_its_own_process(tmp_path: Path, path: Path) -> dict[str, Any]:
+    """The file's report from `remem memory validate --json`, which finds an error in it."""
     done = subprocess.run(
         [sys.executable, "-m", "remem.daemon", "--home", str(tmp_path / "home"), "--no-daemon"]
         + ["memory", "validate", "--json", str(path)],
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 1, done.stderr  # the description-too-long error
+    assert done.returncode == 1, done.stderr
     [file] = json.loads(done.stdout)["files"]
+    return cast(dict[str, Any], file)
+
+
+def test_memory_validate_in_its_own_process_says_it_briefly(tmp_path: Path) -> None:
+    path = tmp_path / "long.md"
+    path.write_text(LONG)
+    file = validated_in_its_own_process(tmp_path, path)  # the description-too-long error
     [warning] = [d for d in file["diagnostics"] if d["code"] == "remem/front-matter-comment"]
     assert warning["message"] == parse_record(LONG, "long.md").diagnostics[1].message
     assert len(warning["message"]) < 600 and "over the 200 allowed" in warning["message"]
+
+
+def test_memory_validate_tells_a_windows_path_in_double_quotes_to_double_its_backslashes(
+    tmp_path: Path,
+) -> None:
+    """It said to quote the value, quoted already: `"\\"Builds …\\""`, read back quotes and all."""
+    path = tmp_path / "win.md"
+    path.write_text(front("name: win", r'description: "Builds live in C:\projects\qa"', "type: project"))
+    [error] = validated_in_its_own_process(tmp_path, path)["diagnostics"]
+    assert error["message"] == (
+        "the front matter is not valid YAML: found unknown escape character; in double quotes a `\\` "
+        r'begins an escape: write each `\` as `\\`, `description: "Builds live in C:\\projects\\qa"`, '
+        r"or quote with `'`, in which `\` is itself: `description: 'Builds live in C:\projects\qa'`"
+    )
