@@ -408,17 +408,18 @@ def _name(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAct
     if written is None:
         return []
     slug = _slug(written)
-    # The file's own name, when it is one, fixes this and cannot mismatch: it is preferred. Any
-    # other name would trade this error for `name-mismatch`, so the slug is offered only as it.
+    # The file's own name, when it is one, fixes this and cannot mismatch: it is preferred, and
+    # no other is offered, which would trade this error for `name-mismatch`. A file named no
+    # valid name (`My Note.md`) mismatches any: the slug is offered, then renaming the file to it.
     stem = file_name_as_record(context.file.path)
-    actions = []
-    if slug == stem:
-        edit = context.edit(context.set_key("name", slug))
-        actions.append(_fix(f"Change the name to `{slug}`", diagnostic, edit, preferred=True))
-    elif stem is not None:
-        edit = context.edit(context.set_key("name", stem))
-        actions.append(_fix(f"Set the name to `{stem}` (the file name)", diagnostic, edit, preferred=True))
-    return actions
+    if stem is not None:
+        title = (
+            f"Change the name to `{slug}`" if slug == stem else f"Set the name to `{stem}` (the file name)"
+        )
+        return [_fix(title, diagnostic, context.edit(context.set_key("name", stem)), preferred=True)]
+    if valid_name(slug):
+        return [_fix(f"Change the name to `{slug}`", diagnostic, context.edit(context.set_key("name", slug)))]
+    return []
 
 
 def _slug(written: str) -> str:

@@ -353,10 +353,22 @@ async def test_memory_md_is_replaced_by_the_index_or_regenerated_by_the_daemon(
     await until(lambda: codes(client, uri) == [] and codes(client, beta) == [])
 
 
-async def test_no_name_is_offered_that_would_differ_from_the_file_name(client: LanguageClient) -> None:
-    """`ödd.md` holds no valid name, so any name offered would trade this error for a mismatch."""
-    uri = open_document(client, workspace_folder(HOME, "accented") / "\u00f6dd.md", record("\u00f6dd"))
-    assert fixing(await code_actions(client, uri, "remem/name-invalid"), "remem/name-invalid") == []
+@pytest.mark.parametrize(
+    ("file", "written", "slug"), [("My Note.md", "My Note", "my-note"), ("\u00f6dd.md", "\u00f6dd", "odd")]
+)
+async def test_a_file_named_no_valid_name_gets_the_slug_then_the_file_renamed_to_it(
+    client: LanguageClient, file: str, written: str, slug: str
+) -> None:
+    """No name can equal such a file's, so the slug is offered, not preferred, as before
+    29482c3d, which offered nothing: the mismatch it leaves is fixed by renaming the file."""
+    folder = workspace_folder(HOME, f"unnamed-{slug}")
+    (folder / file).write_text(record(written))
+    uri = open_document(client, folder / file, record(written))
+    [action] = fixing(await code_actions(client, uri, "remem/name-invalid"), "remem/name-invalid")
+    assert action.title == f"Change the name to `{slug}`" and not action.is_preferred
+    assert await apply_fix(client, uri, record(written), action, 2) == record(slug)
+    actions = fixing(await code_actions(client, uri, "remem/name-mismatch"), "remem/name-mismatch")
+    assert f"Rename the file to `{slug}.md` (the name)" in [a.title for a in actions]
 
 
 async def test_rules_without_a_safe_fix_get_none(client: LanguageClient) -> None:
