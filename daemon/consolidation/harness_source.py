@@ -52,11 +52,11 @@ class HarnessFile:
     changed_ns: int = 0  # the file's mtime, as the bytes were read
     fork_turn: int = 0  # a fork's last turn copied from its parent (0: not a fork)
 
-    def evidence(self, copied: int = 0) -> Evidence:
+    def evidence(self) -> Evidence:
         """Its turns as the model still sees them, a fork's copied ones left out (decision 0380):
-        those its `forkedFrom` lines mark, or its first `copied` turns, which a `--fork-session`
-        copy shares with its original unmarked, whichever are more (decision 0517)."""
-        return project_harness(self.harness, self.path.name, self.data, max(self.fork_turn, copied))
+        those its `forkedFrom` lines mark. A `--fork-session` copy's unmarked ones stay in
+        (decision 0517)."""
+        return project_harness(self.harness, self.path.name, self.data, self.fork_turn)
 
     def same_as(self, other: HarnessFile) -> bool:
         return not other.live and (other.path, other.digest) == (self.path, self.digest)

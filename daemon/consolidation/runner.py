@@ -792,12 +792,9 @@ def _read_kept(catalog: SessionCatalog, entry: Entry, idle_seconds: int) -> Sess
 
 def _evidence(catalog: SessionCatalog, entry: Entry, log: SessionLog | HarnessFile) -> Evidence:
     if isinstance(log, HarnessFile):
-        # A Claude Code `--fork-session` copy marks none of the turns it copied: the catalog
-        # finds them by the records it shares with its original (decision 0517).
-        evidence = log.evidence(catalog.copied_fork_turn(entry))
         # A Codex fork of the parent's turns by reference: the model is told where it branched.
         inherited = catalog.inherited_fork_turn(entry) or 0
-        return evidence.model_copy(update={"inheritedAfter": inherited})
+        return log.evidence().model_copy(update={"inheritedAfter": inherited})
     return project_evidence(log)
 
 

@@ -617,16 +617,6 @@ class SessionCatalog:
         if self.memo is not None:
             self.memo.changed([str(path)])
 
-    def copied_fork_turn(self, entry: Entry) -> int:
-        """The turns a Claude Code `--fork-session` copy shares with the session it copies, as
-        the tree shows them (`lineage_items`); 0 for any other session (decision 0517)."""
-        if entry.row.root_uuid is None or entry.row.origin is not None:
-            return 0
-        entries = self.entries(entry.summary.cwd)[0]
-        same = [e for e in entries if e.row.root_uuid == entry.row.root_uuid]
-        original = next((e for e in same if e.summary.id == _copied_from(same).get(entry.summary.id)), None)
-        return 0 if original is None else copied_turns(entry.row, original.row)
-
     def inherited_fork_turn(self, entry: Entry) -> int | None:
         """The turn of its parent a Codex fork that copied none of its turns branched after, as
         the tree shows it; None for any other session, or when the parent is not listed."""

@@ -184,12 +184,15 @@ def test_a_codex_fork_that_copied_no_turn_is_reviewed_knowing_where_it_branched(
     assert "forked prompt" in sent and "read the notes" not in sent and "second answer" not in sent
 
 
-def test_a_claude_code_fork_session_copy_leaves_out_the_turns_its_original_was_reviewed_with(
+def test_a_claude_code_fork_session_copy_reviews_the_turns_it_shares_the_tree_places_it_after_them(
     home: Home, tmp_path: Path, claude_scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`claude --resume <parent> --fork-session` copies the parent's records under a new id and
-    marks none of them: its review sent the model the parent's turns again. The parent was then
-    rewound past its second turn, so only the first is still the parent's to review."""
+    marks none of them. The tree says it branched after the turns it shares with the parent's
+    active conversation; its review still reads them, as what it would leave out depends on the
+    parent's file, which the copy's review identity does not cover: a rewind or an archive of
+    the parent after the copy's review would have left a turn reviewed by no one (decision 0517).
+    The parent was rewound past its second turn, so only the first is shared."""
     parent, copy = claude_scenario.runs["first"], claude_scenario.runs["fork"]
     root, _ = _claude_copy(parent, tmp_path)
     _claude_copy(copy, tmp_path)
@@ -202,9 +205,9 @@ def test_a_claude_code_fork_session_copy_leaves_out_the_turns_its_original_was_r
         assert _consolidate(home, copy.session_id).status is Status.NO_CHANGE
         # The evidence, before the memory the parent's review wrote ("The notes say alpha.").
         sent = fake.requests[1]["messages"][1]["content"].split("# Global memory now")[0]
-    assert "This session is a branch of another session after that session's turn 1: turns 1-1" in sent
-    assert "read the notes" not in sent and "notes say alpha" not in sent
-    assert "and again" in sent and "forked prompt" in sent  # the copy's own: never the parent's now
+    assert "This session is a branch of another session" not in sent
+    assert "read the notes" in sent and "notes say alpha" in sent  # the shared turn, reviewed again
+    assert "and again" in sent and "forked prompt" in sent
     out = CliRunner().invoke(
         cli, ["--home", str(home.root), "sessions", "tree", "--cwd", str(claude_scenario.cwd), "--json"]
     )
