@@ -70,3 +70,17 @@ def test_a_file_the_store_never_reads_in_the_homes_memory_folder_is_no_memory_fi
             "of each memory/workspaces/<key>/ folder are memory; move what it holds into one of them\n"
         )
     assert validated(home, home.memory) == (0, {str(home.global_file): []})  # not walked into
+
+
+def test_a_review_receipt_named_to_validate_is_said_to_be_one(home: Home) -> None:
+    """It was told to move what it holds into memory: the advice for a stray file of the user's."""
+    home.workspaces.mkdir(parents=True)
+    home.reviews.mkdir()
+    receipt = home.reviews / "r.md"
+    receipt.write_text("---\nreview_id: r\n---\nA review.\n")
+    done = remem(home, "memory", "validate", str(receipt))
+    assert (done.returncode, done.stdout) == (2, ""), done
+    assert done.stderr == (
+        f"remem: {receipt}: not a memory file but one of remem's review receipts (memory/reviews/); "
+        "there is nothing to validate\n"
+    )

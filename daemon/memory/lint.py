@@ -355,9 +355,13 @@ def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
         elif path.suffix != ".md" or path.name.startswith("."):
             problems.append(f"{path}: not a memory file (GLOBAL.md, MEMORY.md or a <name>.md record)")
         elif home is not None and _unread_in_home(path, home):
+            # A receipt is remem's own: moving what it holds into memory would be wrong advice.
             problems.append(
-                f"{path}: not a memory file: in remem's home only memory/GLOBAL.md and the files of each "
-                "memory/workspaces/<key>/ folder are memory; move what it holds into one of them"
+                f"{path}: not a memory file but one of remem's review receipts (memory/reviews/); "
+                "there is nothing to validate"
+                if path.parent.resolve().is_relative_to(home.parent / "reviews")
+                else f"{path}: not a memory file: in remem's home only memory/GLOBAL.md and the files of "
+                "each memory/workspaces/<key>/ folder are memory; move what it holds into one of them"
             )
         else:
             found.append(path)
