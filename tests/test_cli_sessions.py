@@ -571,3 +571,30 @@ def test_a_workspace_reached_through_a_link_lists_what_every_harness_recorded_of
     ], err
     code, out, err = run(home, "list", "--cwd", str(tmp_path / "work"), *roots)
     assert code == 0 and f"  {project} (1 session)" in err.splitlines() and "sessions.roots" not in err, err
+
+
+def test_a_missing_folder_is_said_missing_and_a_home_folder_above_is_not_offered(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A typo (`--cwd` naming no folder) is said as one even when a folder above it has sessions;
+    an agent run in the user's home folder is no workspace to offer every folder below it."""
+    user = tmp_path / "user"
+    (user / "proj").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(user))
+    claude = tmp_path / "claude" / "projects"
+    for cwd, sid in ((user, SID), (user / "proj", "0b3c4d5e-0000-4000-8000-000000000002")):
+        lines = [
+            claude_lines.prompt("u1", None, "hi", cwd=str(cwd)),
+            claude_lines.say("a1", "u1", "ok", cwd=str(cwd)),
+        ]
+        write(claude / claude_folders(str(cwd))[0] / f"{sid}.jsonl", claude_lines.jsonl(*lines))
+    code, _, err = run(home, "list", "--cwd", str(user / "proj" / "nope"), f"--root={claude}")
+    assert code == 0
+    assert err.splitlines()[0] == (
+        f"No agent sessions of {user / 'proj' / 'nope'} (no folder is there) were found; "
+        "a folder above or below it has some:"
+    ), err
+    assert f"  {user} (1 session)" not in err.splitlines(), "the home folder is never offered from below"
+    assert f"Give that folder: --cwd {user / 'proj'}" in err.splitlines(), err
+    code, _, err = run(home, "list", "--cwd", str(user / "other"), f"--root={claude}")
+    assert code == 0 and "above or below" not in err and "sessions.roots" in err, err

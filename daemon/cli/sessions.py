@@ -163,14 +163,14 @@ def _none_found(
     so the output stays empty for scripts. A folder the answer's `errors` name is not said to be
     missing: its error, above, says why it was not read (a root whose name is not UTF-8 is
     named by its shown path, where no folder is)."""
-    if cwd is not None and _nearby(backend, roots, cwd):
+    where = "" if cwd is None else f"of {one_line(cwd)} "
+    if cwd is not None and not os.path.isdir(cwd):  # a typo, or a project moved since: either way, said
+        where += "(no folder is there) "
+    if cwd is not None and _nearby(backend, roots, cwd, where):
         return
     unreadable = len(errors)
     said = {error.path for error in errors}
     harnesses = sorted(HARNESS_NAMES.values())
-    where = "" if cwd is None else f"of {cwd} "
-    if cwd is not None and not os.path.isdir(cwd):  # a typo, or a project moved since: either way, said
-        where += "(no folder is there) "
     found = f"could be read ({unreadable} unreadable, above)" if unreadable else "were found"
     say(
         f"No agent sessions {where}{found}. remem reads the sessions of {', '.join(harnesses[:-1])} "
@@ -194,24 +194,31 @@ def _none_found(
     )
 
 
-def _nearby(backend: Backend, roots: Sequence[Path], cwd: str) -> bool:
-    """Name the folders above or below the workspace `cwd` (by any path it goes by) that have
-    sessions, nearest first, and the `--cwd` to give; False when none has. A session belongs to
-    the folder its agent ran in, which may be a project's root or one of its folders."""
+def _nearby(backend: Backend, roots: Sequence[Path], cwd: str, where: str) -> bool:
+    """Name the folders above or below the workspace `cwd` (by any path it goes by, `where` as
+    said of it) that have sessions, nearest first, and the `--cwd` to give; False when none has.
+    A session belongs to the folder its agent ran in, which may be a project's root or one of its
+    folders; not to the user's home folder or `/` above it: an agent run there would otherwise be
+    offered for every folder without sessions, a typo's too."""
     from ..sessions.catalog import workspace_paths  # only for an empty answer
 
     with _indexing_bar(None, shown=True) as listener, _refusals():
         listing = backend.api(roots, listener).list_sessions(ListParams())
     asked = workspace_paths(cwd)
+    too_wide = {os.sep, os.path.expanduser("~")}
     counts: dict[str, int] = {}
     for session in listing.sessions:
-        if session.cwd is not None and any(_related(session.cwd, path) for path in asked):
+        if session.cwd is None:
+            continue
+        if session.cwd in too_wide and any(_inside(path, session.cwd) for path in asked):
+            continue
+        if any(_related(session.cwd, path) for path in asked):
             counts[session.cwd] = counts.get(session.cwd, 0) + 1
     if not counts:
         return False
     depth = cwd.count(os.sep)
     folders = sorted(counts, key=lambda folder: (abs(folder.count(os.sep) - depth), folder))
-    say(f"No agent sessions of {one_line(cwd)} were found; a folder above or below it has some:", err=True)
+    say(f"No agent sessions {where}were found; a folder above or below it has some:", err=True)
     for folder in folders[:_NEARBY_SHOWN]:
         count = counts[folder]
         say(f"  {one_line(folder)} ({count} session{'' if count == 1 else 's'})", err=True)
