@@ -713,9 +713,16 @@ class SocketTransport:
 
 
 def _its_log(paths: DaemonPaths, pid: int) -> str:
-    """Where the daemon `pid` logged, for a message: `paths.log` for one a command started in
-    the background, which writes there as it starts that it listens, with its pid; else it ran in the
-    foreground (`remem daemon run`), and logged to that command's standard error. The line is
+    """Where the daemon `pid`, dead, logged, for a message."""
+    if logs_to_file(paths, pid):
+        return f"its log: {paths.log}"
+    return "it ran in the foreground, `remem daemon run`: its log is where that command's errors went"
+
+
+def logs_to_file(paths: DaemonPaths, pid: int) -> bool:
+    """Whether the daemon `pid` logs to `paths.log`: one a command started in the background,
+    which writes there as it starts that it listens, with its pid; else it runs in the
+    foreground (`remem daemon run`), and logs to that command's standard error. The line is
     in the log's first bytes, those a daemon was spawned after (the log was under its spawner's
     cap, which may not be this process's) or a spawned daemon began a fresh log with (`LogCap`):
     no more than the largest cap and `LAST_WORDS_BYTES` is read, a line at a time."""
@@ -724,7 +731,7 @@ def _its_log(paths: DaemonPaths, pid: int) -> str:
         with _open_log(paths) as log:
             while log.tell() <= LOG_CAP_MAX + LAST_WORDS_BYTES and (line := log.readline(LAST_WORDS_BYTES)):
                 if b" listening on " in line and line.endswith(listening):
-                    return f"its log: {paths.log}"
+                    return True
     except OSError:  # no log: no daemon was started in the background here
         pass
-    return "it ran in the foreground, `remem daemon run`: its log is where that command's errors went"
+    return False

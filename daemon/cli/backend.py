@@ -140,7 +140,6 @@ class _ThroughDaemon:
         # Loaded by the commands that call the daemon, not by every `remem` start (`remem lsp`).
         from .. import client
         from ..protocol.rpc import ANSWER_TOO_LARGE, HOME_UNUSABLE, INTERNAL_ERROR, SESSION_REFUSED, RpcError
-        from ..server.runtime import DaemonPaths
         from ..settings import invalid_settings
         from .output import failure
 
@@ -168,7 +167,7 @@ class _ThroughDaemon:
                 failure("HOME_UNUSABLE", exc.message)
             if exc.code == INTERNAL_ERROR:  # a bug: its traceback is in the daemon's log
                 said = f"the daemon failed on {method.name}, a bug in remem"
-                failure("INTERNAL", f"{said}; see the daemon log at {DaemonPaths(self.home).log}")
+                failure("INTERNAL", f"{said}; {daemon_log_hint(self.home, self.greetings)}")
             raise
         # The daemon answers sessions on its last valid settings while settings.yml is invalid,
         # saying so: a command refuses it as it does without the daemon (decision 0363).
@@ -176,6 +175,20 @@ class _ThroughDaemon:
         if problems:
             raise RpcError(SESSION_REFUSED, invalid_settings(problems), {"code": "INVALID"})
         return answer
+
+
+def daemon_log_hint(home: Home, greetings: Greetings) -> str:
+    """Where to read what the daemon that answered logged, for a message: its log file, or the
+    standard error of the `remem daemon run` that runs it in the foreground, which writes none
+    (a hint naming the file sent the user to one that did not exist)."""
+    from ..client import logs_to_file
+    from ..server.runtime import DaemonPaths
+
+    paths, hello = DaemonPaths(home, layout=False), greetings.last
+    if hello is None or logs_to_file(paths, hello.pid):
+        return f"see the daemon log at {paths.log}"
+    foreground = "which runs the daemon in the foreground"
+    return f"see the standard error of `remem daemon run` (pid {hello.pid}), {foreground}"
 
 
 def _warn_if_elsewhere(home: Home, hello: Hello) -> bool:

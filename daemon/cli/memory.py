@@ -44,7 +44,7 @@ from ..protocol.rpc import (
 )
 from ..validation import one_line
 from .arguments import ENTRY_ID, FOLDER, INPUT, NON_EMPTY, workspace_params
-from .backend import Backend
+from .backend import Backend, daemon_log_hint
 from .output import (
     EXIT_CONFLICT,
     EXIT_INVALID,
@@ -280,10 +280,7 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
 
 
 def _warn_daemon_said(backend: Backend, problem: str) -> None:
-    # Loaded only here, as the backend loads it: the daemon's paths are no concern of most commands.
-    from ..server.runtime import DaemonPaths
-
-    say(f"remem: warning: {problem} (the daemon's log: {DaemonPaths(backend.home).log})", err=True)
+    say(f"remem: warning: {problem} ({daemon_log_hint(backend.home, backend.greetings)})", err=True)
 
 
 @memory.command()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -54,7 +55,7 @@ def through_a_daemon_here(home: Home, *args: str) -> tuple[int, str, str]:
     return asyncio.run(serve_and_run())
 
 
-def test_a_daemons_internal_error_is_one_line_naming_its_log(
+def test_a_daemons_internal_error_is_one_line_naming_where_it_logs(
     home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(NO_DAEMON_ENV)
@@ -66,9 +67,10 @@ def test_a_daemons_internal_error_is_one_line_naming_its_log(
     for as_json in ([], ["--json"]):
         code, out, err = through_a_daemon_here(home, "sessions", "tree", "--cwd", str(tmp_path), *as_json)
         assert code == 4
+        # Served in this process, whose standard error is its log: a daemon run in the foreground.
         assert failure_line(out, err, as_json=bool(as_json)) == (
-            "remem: the daemon failed on sessions/tree, a bug in remem; "
-            f"see the daemon log at {home.state / 'daemon.log'}\n"
+            "remem: the daemon failed on sessions/tree, a bug in remem; see the standard error of "
+            f"`remem daemon run` (pid {os.getpid()}), which runs the daemon in the foreground\n"
         )
     code, out, _ = through_a_daemon_here(home, "sessions", "list", "--json")
     assert code == 0 and json.loads(out)["sessions"] == [], "the daemon serves the next request"
