@@ -51,8 +51,10 @@ import functools
 import hashlib
 import logging
 import os
+import pwd
 import re
 import secrets
+import shlex
 import shutil
 import threading
 import time
@@ -69,7 +71,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..faults import faultpoint
 from ..fsutil import WRITE_REMEDIES, Unwritable
-from ..home import Home, HomeUnusable, linked_message
+from ..home import HOME_ENV, Home, HomeUnusable, linked_message
 from ..locks import LockHandle, LockUnusable, bounded_file_lock
 from ..os_names import shown
 from ..protocol.memory import Actor, HistoryEntry
@@ -78,7 +80,15 @@ from .git_pack import LEFTOVER_SECONDS, write_pack
 from .history_diff import stat
 from .identity import is_workspace_key
 from .log_cache import LogCache, LogLine, MetaLine
-from .pack_merge import GIT_ERRORS, PASSING, Unindexed, merge_small_packs, os_errno, os_trouble
+from .pack_merge import (
+    GIT_ERRORS,
+    PASSING,
+    Unindexed,
+    merge_small_packs,
+    os_errno,
+    os_trouble,
+    refusal,
+)
 from .record import GLOBAL_FILE, record_name_of
 from .revision import empty_revision, name_bytes
 from .stamps import Stamp, stamp
@@ -706,6 +716,8 @@ class History:
                 repo = self._open()
             except Unwritable as exc:  # none yet, and the disk refuses to make one: no damage
                 raise HistoryError(f"the memory history at {self.path} could not be started: {exc}") from None
+            except HomeUnusable:  # the home in the way, its remedy said whole
+                raise
             except Exception as exc:
                 raise HistoryError(
                     f"the memory history at {self.path} cannot be read ({_reason(exc)})"
@@ -767,8 +779,12 @@ class History:
 
     def _opened(self) -> pygit2.Repository:
         self._home.refuse_link(self.path)  # libgit2 would read and write wherever it points
+        self._refuse_foreign()
         fingerprint = _fingerprint(self.path)
-        self._refuse_links_inside(fingerprint)
+        try:
+            self._refuse_links_inside(fingerprint)
+        except PermissionError as exc:  # a folder in it this user may not list
+            raise self._unreadable(exc) from None
         if self._repo is not None and fingerprint == self._opened_as:
             return self._repo
         # None yet, or the history changed under this process (a pack deleted, the folder
@@ -790,6 +806,7 @@ class History:
             for name in repo.references:  # a repository that opens may still hold refs that do not parse
                 repo.references[name].resolve()
         except Exception as exc:
+            self._refuse_undamaged(exc)
             aside = self.path.with_name(f"history.broken-{_stamp()}")
             os.replace(self.path, aside)
             log.warning(
@@ -809,6 +826,31 @@ class History:
                 self._mark_started()
         self._repo = repo
         return repo
+
+    def _refuse_foreign(self) -> None:
+        """HomeUnusable when the repository is another user's (after `sudo remem …`): libgit2
+        opens none but its user's, and moved aside as damaged, its entries would be left behind
+        for what a chown mends."""
+        try:
+            owner = os.lstat(self.path).st_uid
+        except FileNotFoundError:
+            return
+        if owner != os.geteuid():
+            raise HomeUnusable(_foreign_message(self.path, owner, self._home.root))
+
+    def _refuse_undamaged(self, exc: Exception) -> None:
+        """Raise when the repository did not open (`exc`) because the OS refused it, not for
+        damage of its own, which moving it aside mends: one it may not read is HomeUnusable,
+        naming what and the fix; any other refusal is `exc` itself."""
+        inside = [self.path, *(self.path / name for name in _INSIDE)]
+        refused = refusal(inside)
+        if isinstance(refused, PermissionError):
+            raise self._unreadable(refused) from None
+        if os_trouble(exc, inside) is not None:
+            raise exc
+
+    def _unreadable(self, refused: PermissionError) -> HomeUnusable:
+        return HomeUnusable(self._home.unreadable_message(Path(refused.filename), refused))
 
     def _close(self) -> None:
         """Let go of the repository object, to be opened again at the next use. Its files are
@@ -1420,9 +1462,28 @@ def _refused_errno(exc: Exception) -> int | None:
 def _reason(exc: BaseException) -> str:
     # remem's own sentences (what, why, the remedy) are said whole, bounded as they are: their
     # foreign parts were cut where they were written. Another's text is cut to its first line.
-    if isinstance(exc, (LockUnusable, HistoryError)):
+    if isinstance(exc, (LockUnusable, HistoryError, HomeUnusable)):
         return str(exc)
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+
+
+def _foreign_message(path: Path, owner: int, root: Path) -> str:
+    """Why the history `path`, owned by the user `owner`, stops remem, and the command that
+    gives it back to this process's user."""
+    me = _user_name(os.geteuid())
+    return (
+        f"remem's home {root} cannot be used: {path} belongs to another user, {_user_name(owner)} "
+        f"(uid {owner}), as a `sudo remem …` leaves it, and remem reads a history only as its owner; "
+        f"nothing was moved: give it back to your user with `sudo chown -R {me} {shlex.quote(str(path))}`, "
+        f"or choose another home with --home or ${HOME_ENV}"
+    )
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # no entry in the user database: chown takes the number too
+        return str(uid)
 
 
 def _stamp() -> str:

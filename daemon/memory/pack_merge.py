@@ -151,7 +151,7 @@ def _read_whole(
         trouble = os_trouble(exc, files)
         if trouble is not None and _passes(trouble):
             raise trouble from None
-        left_out(what, files, _refusal(files) or exc)
+        left_out(what, files, refusal(files) or exc)
         return None
     return oids
 
@@ -177,10 +177,10 @@ def os_trouble(exc: Exception, opened: list[Path]) -> Exception | None:
     `opened`, are opened once more, and the OS's refusal is the reason; a file gone is damage."""
     if isinstance(exc, PASSING) or os_errno(exc) is not None:
         return exc
-    return _refusal(opened)
+    return refusal(opened)
 
 
-def _refusal(paths: list[Path]) -> OSError | None:
+def refusal(paths: list[Path]) -> OSError | None:
     """The OS's refusal to open one of `paths`, None when each opens or is gone. A link is not
     followed, and refused (`ELOOP`): it may lead anywhere, and libgit2 reads none as an object."""
     for path in paths:

@@ -1,0 +1,123 @@
+"""A memory history that is not this user's, or that the OS refuses to read, is the home in the
+way, said naming it and the fix, with and without a daemon; nothing is moved. Only a damaged
+history is set aside and started again.
+
+Before, the repository's open failed (libgit2 opens no repository but its user's: "is not owned
+by current user"; a folder of it this user may not list) and that was taken for damage: the
+whole history was renamed `history.broken-<time>` and started again, so `remem memory log`
+showed only entries made since, after a mere `sudo remem …`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from remem.daemon.memory.store import MemoryStore
+from tests.cli_process import remem
+from tests.permissions import as_user, modes
+
+ANOTHER_UID = 4242  # a user no test runs as: chown takes a number with no name too
+
+
+@pytest.fixture
+def history(store: MemoryStore) -> Path:
+    """A history holding one entry of Global memory."""
+    store.replace_global(store.read_global().revision, "# Global\n\n- Kept.\n")
+    assert [entry.actor.kind for entry in store.history.log(None)] == ["cli"]
+    return store.home.root / "history"
+
+
+@contextmanager
+def owned_by(folder: Path, uid: int) -> Iterator[None]:
+    """`folder` and all in it given to the user `uid`, open to everyone, then back."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a folder to another user")
+    mode = folder.stat().st_mode
+
+    def chown_all(to: int) -> None:
+        for at, folders, files in os.walk(folder):
+            for name in [at, *(os.path.join(at, each) for each in folders + files)]:
+                os.chown(name, to, -1, follow_symlinks=False)
+
+    chown_all(uid)
+    folder.chmod(0o777)
+    try:
+        yield
+    finally:
+        chown_all(os.geteuid())
+        folder.chmod(mode)
+
+
+def set_aside(home: Home) -> list[str]:
+    return sorted(path.name for path in home.root.glob("history.*"))
+
+
+@pytest.fixture(params=[False, True], ids=["no-daemon", "daemon"])
+def daemon(request: pytest.FixtureRequest, home: Home) -> Iterator[bool]:
+    yield request.param
+    if request.param:
+        remem(home, "daemon", "stop")
+
+
+def test_another_users_history_is_refused_naming_its_owner_and_the_fix_and_nothing_is_moved(
+    home: Home, history: Path, daemon: bool
+) -> None:
+    with owned_by(history, ANOTHER_UID):
+        log = remem(home, "memory", "log", "--global", daemon=daemon)
+
+    said = log.stderr.strip().splitlines()[-1]
+    assert log.returncode == 2, log
+    assert said.startswith(
+        f"remem: remem's home {home.root} cannot be used: {history} belongs to another user"
+    ), said
+    assert f"(uid {ANOTHER_UID})" in said and "nothing was moved" in said, said
+    assert f"`sudo chown -R root {history}`" in said, said
+    assert set_aside(home) == []
+    assert [entry.actor.kind for entry in MemoryStore(home).history.log(None)] == ["cli"]
+
+
+def test_a_change_with_another_users_history_commits_and_says_why_it_has_no_entry(
+    home: Home, history: Path, tmp_path: Path
+) -> None:
+    text = tmp_path / "GLOBAL.md"
+    text.write_text("# Global\n\n- Changed.\n")
+    revision = MemoryStore(home).read_global().revision
+    with owned_by(history, ANOTHER_UID):
+        changed = remem(
+            home, "memory", "replace-global", "--expected-revision", revision, "--file", str(text)
+        )
+
+    assert changed.returncode == 0, changed
+    assert f"{history} belongs to another user" in changed.stderr, changed.stderr
+    assert set_aside(home) == []
+    assert [entry.actor.kind for entry in MemoryStore(home).history.log(None)] == ["cli"]  # kept
+
+
+def test_a_history_folder_this_user_may_not_list_is_refused_naming_it_and_nothing_is_moved(
+    home: Home, history: Path
+) -> None:
+    refs = history / "refs"
+    with modes((refs, 0o100)):  # passed through, never listed: libgit2 lists it to read branches
+        listing = as_user([shutil.which("ls") or "ls", str(refs)], {**os.environ})
+        if listing.returncode == 0:
+            pytest.skip("run as root, whose processes read past permissions still")
+        log = as_user(
+            [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "memory", "log", "--global"],
+            {**os.environ},
+        )
+
+    assert log.returncode == 2, log
+    assert log.stderr.strip().splitlines()[-1] == (
+        f"remem: remem's home {home.root} cannot be used: {refs} cannot be read (Permission denied); "
+        "let your user read it, or choose another home with --home or $REMEM_HOME"
+    )
+    assert set_aside(home) == []
+    assert [entry.actor.kind for entry in MemoryStore(home).history.log(None)] == ["cli"]
