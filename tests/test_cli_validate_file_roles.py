@@ -76,7 +76,7 @@ def test_a_review_receipt_named_to_validate_is_said_to_be_one(home: Home) -> Non
     """It was told to move what it holds into memory: the advice for a stray file of the user's."""
     home.workspaces.mkdir(parents=True)
     home.reviews.mkdir()
-    receipt = home.reviews / "r.md"
+    receipt = home.reviews / f"{'a1' * 32}.md"
     receipt.write_text("---\nreview_id: r\n---\nA review.\n")
     done = remem(home, "memory", "validate", str(receipt))
     assert (done.returncode, done.stdout) == (2, ""), done
@@ -84,3 +84,8 @@ def test_a_review_receipt_named_to_validate_is_said_to_be_one(home: Home) -> Non
         f"remem: {receipt}: not a memory file but one of remem's review receipts (memory/reviews/); "
         "there is nothing to validate\n"
     )
+    (home.reviews / "drafts").mkdir()
+    for mine in (home.reviews / "my-note.md", home.reviews / "drafts" / "my-note.md"):
+        mine.write_text("---\nname: my-note\n---\n")  # the user's own, no review id's name
+        done = remem(home, "memory", "validate", str(mine))
+        assert done.returncode == 2 and "move what it holds into one of them" in done.stderr, done

@@ -9,6 +9,7 @@ a keystroke changes alone, as the whole folder's judgement would.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ from .validation import (
 )
 
 _SKIPPED_DIRS = {"reviews", "debug"}
+# A receipt's name: its review id (64 hex digits, consolidation.receipts), directly in reviews/.
+_RECEIPT_NAME = re.compile(r"[0-9a-f]{64}\.md")
 
 
 class NotMemoryFile(Exception):
@@ -359,7 +362,7 @@ def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
             problems.append(
                 f"{path}: not a memory file but one of remem's review receipts (memory/reviews/); "
                 "there is nothing to validate"
-                if path.parent.resolve().is_relative_to(home.parent / "reviews")
+                if path.parent.resolve() == home.parent / "reviews" and _RECEIPT_NAME.fullmatch(path.name)
                 else f"{path}: not a memory file: in remem's home only memory/GLOBAL.md and the files of "
                 "each memory/workspaces/<key>/ folder are memory; move what it holds into one of them"
             )
