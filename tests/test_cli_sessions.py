@@ -578,9 +578,10 @@ def test_a_missing_folder_is_said_missing_and_a_home_folder_above_is_not_offered
 ) -> None:
     """A typo (`--cwd` naming no folder) is said as one even when a folder above it has sessions;
     an agent run in the user's home folder is no workspace to offer every folder below it."""
-    user = tmp_path / "user"
-    (user / "proj").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(user))
+    user = tmp_path / "real-user"  # reached through a link, as /home is on some systems: agents
+    (user / "proj").mkdir(parents=True)  # record the folder it resolves to
+    (tmp_path / "user").symlink_to(user)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
     claude = tmp_path / "claude" / "projects"
     for cwd, sid in ((user, SID), (user / "proj", "0b3c4d5e-0000-4000-8000-000000000002")):
         lines = [

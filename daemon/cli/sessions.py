@@ -205,7 +205,7 @@ def _nearby(backend: Backend, roots: Sequence[Path], cwd: str, where: str) -> bo
     with _indexing_bar(None, shown=True) as listener, _refusals():
         listing = backend.api(roots, listener).list_sessions(ListParams())
     asked = workspace_paths(cwd)
-    too_wide = {os.sep, os.path.expanduser("~")}
+    too_wide = {os.sep, *workspace_paths(os.path.expanduser("~"))}  # agents record it resolved
     counts: dict[str, int] = {}
     for session in listing.sessions:
         if session.cwd is None:
