@@ -9,6 +9,7 @@ a keystroke changes alone, as the whole folder's judgement would.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -351,7 +352,10 @@ def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
     problems: list[str] = []  # every path that is not one, not only the first
     home = workspaces.resolve() if workspaces is not None else None
     for path in paths:
-        if path.is_dir():
+        refused = _refused(path)
+        if refused is not None:
+            problems.append(refused)
+        elif path.is_dir():
             found.extend(_memory_files_under(path, workspaces))
         elif not path.exists():
             problems.append(f"{path}: no such file or folder")
@@ -371,6 +375,31 @@ def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
     if problems:
         raise NotMemoryFile(problems)
     return sorted(dict.fromkeys(p.absolute() for p in found))
+
+
+def _refused(path: Path) -> str | None:
+    """Why this user may not look at `path`: a folder on its way does not let it in (named);
+    None when it may. Such a path was a bug's PermissionError (one it reaches but may not read
+    is refused as the argument it is, by click)."""
+    try:
+        path.is_dir()
+    except PermissionError as error:
+        above = reversed(path.absolute().parents)
+        stopped = next((folder for folder in above if _impassable(folder)), path.parent)
+        return (
+            f"{path}: cannot be read: the folder {stopped} does not let your user in ({error.strerror}); "
+            "let your user into it, or validate a copy elsewhere"
+        )
+    return None
+
+
+def _impassable(folder: Path) -> bool:
+    """Whether a name in `folder` cannot be reached: tried, not guessed from modes root passes."""
+    try:
+        os.stat(os.path.join(folder, os.curdir))  # `Path` would drop the `.`, and search nothing
+    except PermissionError:
+        return True
+    return False
 
 
 def _memory_files_under(folder: Path, workspaces: Path | None) -> list[Path]:

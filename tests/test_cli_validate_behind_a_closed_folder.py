@@ -1,0 +1,46 @@
+"""`remem memory validate` of a path behind a folder that does not let its user in says so,
+naming the path and that folder, exit 2, as it says of a file it may not read: through a real
+`remem` process bound by file modes (root gives up its ways past them, or the test is skipped,
+saying why).
+
+It ended "internal error, a bug in remem (PermissionError …)", exit 4: the validator asked
+whether the path was a folder, and the OS refused to look."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from tests.permissions import as_user, modes
+
+RECORD = "---\nname: alpha\ndescription: A record.\n---\nBody.\n"
+
+
+def test_a_folder_and_a_file_behind_a_closed_folder_are_said_naming_it_with_exit_2(
+    home: Home, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "sub" / "alpha.md").write_text(RECORD)
+    folder, file = project / "sub", project / "sub" / "alpha.md"
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "memory", "validate"]
+    with modes((project, 0o700 & ~0o111)):  # its owner may not pass through it either
+        if (
+            as_user([sys.executable, "-c", f"import os; os.stat({str(folder)!r})"], {**os.environ}).returncode
+            == 0
+        ):
+            pytest.skip("run as root, whose processes pass through any folder still")
+        validated = as_user([*command, str(folder), str(file)], {**os.environ})
+
+    closed = (
+        f"the folder {project} does not let your user in (Permission denied); "
+        "let your user into it, or validate a copy elsewhere"
+    )
+    assert (validated.returncode, validated.stderr.splitlines()) == (
+        2,
+        [f"remem: {folder}: cannot be read: {closed}", f"remem: {file}: cannot be read: {closed}"],
+    ), validated
