@@ -343,6 +343,8 @@ def unclosed_front_matter_end(text: str) -> int | None:
                 end = at
             elif len(seen) == len(FIELDS):
                 break
+        elif not below:  # a blank or comment line ends a value begun on its key's line
+            owner = None
     return end
 
 

@@ -104,6 +104,13 @@ def test_front_matter_structure(text: str, code: str, where: tuple[int, int, int
             "add a `---` line after `type: project` (line 4)",
             3,
         ),
+        # A blank line ends a value on its key's line: an indented line after it is the body's,
+        # a key missing or not.
+        (
+            "---\nname: ib\ntype: project\n\n    pip install uv\nBody.\n",
+            "add a `---` line after `type: project` (line 3)",
+            2,
+        ),
         # ... unless the last one's value lies below it.
         (
             "---\nname: bk\ntype: project\ndescription: >\n  folded\nBody.\n",
