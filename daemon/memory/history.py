@@ -47,6 +47,7 @@ hundred bytes).
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import logging
@@ -707,9 +708,6 @@ class History:
             raise HistoryError("memory history is off (the pygit2 package is missing)")
         # The writing lock is made in `state/locks`: never through a link there (HomeUnusable).
         self._home.refuse_link(self._writing.parent)
-        # A link at `history` is the home's problem, its remedy said whole: met by `_open`, it
-        # would be said as the history's, cut short (`_reason`).
-        self._home.refuse_link(self.path)
         self.flush()  # before the lock: this process's writer takes it to write what is waited for
         with self._lock:
             try:
@@ -722,7 +720,12 @@ class History:
                 raise HistoryError(
                     f"the memory history at {self.path} cannot be read ({_reason(exc)})"
                 ) from None
-            yield repo
+            try:
+                yield repo
+            except OSError as exc:  # libgit2's, its errno only in its words: a folder of objects, say
+                if os_errno(exc) in (errno.EACCES, errno.EPERM):
+                    self._refuse_undamaged(exc)
+                raise
 
     @contextlib.contextmanager
     def _entry_read(self, ref: str) -> Iterator[pygit2.Commit]:
@@ -839,8 +842,8 @@ class History:
             raise HomeUnusable(_foreign_message(self.path, owner, self._home.root))
 
     def _refuse_undamaged(self, exc: Exception) -> None:
-        """Raise when the repository did not open (`exc`) because the OS refused it, not for
-        damage of its own, which moving it aside mends: one it may not read is HomeUnusable,
+        """Raise when the repository did not open or read (`exc`) because the OS refused it, not
+        for damage of its own, which moving it aside mends: one it may not read is HomeUnusable,
         naming what and the fix; any other refusal is `exc` itself."""
         inside = [self.path, *(self.path / name for name in _INSIDE)]
         refused = refusal(inside)

@@ -11,7 +11,6 @@ showed only entries made since, after a mere `sudo remem …`.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,6 +53,10 @@ def owned_by(folder: Path, uid: int) -> Iterator[None]:
     finally:
         chown_all(os.geteuid())
         folder.chmod(mode)
+
+
+def remem_command(home: Home) -> list[str]:
+    return [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
 
 
 def set_aside(home: Home) -> list[str]:
@@ -106,13 +109,9 @@ def test_a_history_folder_this_user_may_not_list_is_refused_naming_it_and_nothin
 ) -> None:
     refs = history / "refs"
     with modes((refs, 0o100)):  # passed through, never listed: libgit2 lists it to read branches
-        listing = as_user([shutil.which("ls") or "ls", str(refs)], {**os.environ})
-        if listing.returncode == 0:
+        if as_user(["ls", str(refs)], {**os.environ}).returncode == 0:
             pytest.skip("run as root, whose processes read past permissions still")
-        log = as_user(
-            [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "memory", "log", "--global"],
-            {**os.environ},
-        )
+        log = as_user([*remem_command(home), "memory", "log", "--global"], {**os.environ})
 
     assert log.returncode == 2, log
     assert log.stderr.strip().splitlines()[-1] == (
@@ -121,3 +120,22 @@ def test_a_history_folder_this_user_may_not_list_is_refused_naming_it_and_nothin
     )
     assert set_aside(home) == []
     assert [entry.actor.kind for entry in MemoryStore(home).history.log(None)] == ["cli"]
+
+
+def test_a_folder_of_its_objects_this_user_may_not_list_is_refused_naming_it_not_a_bug(
+    home: Home, history: Path
+) -> None:
+    """It opened, and the log's first read of an object ended "internal error, a bug in remem
+    (OSError: failed to open directory …)", exit 4."""
+    packs = history / "objects" / "pack"
+    with modes((packs, 0)):
+        if as_user(["ls", str(packs)], {**os.environ}).returncode == 0:
+            pytest.skip("run as root, whose processes read past permissions still")
+        log = as_user([*remem_command(home), "memory", "log", "--global"], {**os.environ})
+
+    assert log.returncode == 2, log
+    assert log.stderr.strip().splitlines()[-1] == (
+        f"remem: remem's home {home.root} cannot be used: {packs} cannot be read (Permission denied); "
+        "let your user read it, or choose another home with --home or $REMEM_HOME"
+    )
+    assert set_aside(home) == []
