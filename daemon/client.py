@@ -43,7 +43,7 @@ from .protocol.rpc import (
     Result,
     RpcError,
 )
-from .server.log_cap import LOG_CAP_MAX, log_cap, rotate_log
+from .server.log_cap import log_cap, rotate_log
 from .server.runtime import POLL_SECONDS, DaemonPaths
 
 START_TIMEOUT_SECONDS = 15.0
@@ -127,6 +127,9 @@ class Hello:
     # Each harness's default session folders in the daemon's environment, keyed by format
     # (none from a daemon before protocol 18).
     harness_roots: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    # Whether it logs to the home's log, else to its standard error only (`remem daemon run`); a
+    # daemon before protocol 38 does not say, and is replaced before it is asked anything.
+    logs_to_file: bool = True
 
     @property
     def current(self) -> bool:
@@ -391,7 +394,10 @@ async def _greeted(paths: DaemonPaths, listener: Listener | None) -> tuple[_Link
     except DaemonUnavailable:
         return None  # a daemon dying (or killed) as we connected
     roots = said.get("harnessRoots")
-    hello = Hello(said["pid"], said["protocol"], said["version"], roots if isinstance(roots, dict) else {})
+    hello = Hello(
+        said["pid"], said["protocol"], said["version"], roots if isinstance(roots, dict) else {},
+        said.get("logsToFile") is not False,
+    )  # fmt: skip
     if hello.pid != info.pid:
         # The status file is a dead daemon's, and a new one answers on the same socket path
         # before it has written its own: wait for it, so `info` always names who answers.
@@ -683,13 +689,20 @@ class SocketTransport:
         the same request): a write, saying it may or may not have been done and why asking again
         is safe (`Method.again`). A request that may not be resent fails saying it may or may not
         have been done (and, when the daemon died, where its log is)."""
+        heard: list[Hello] = []  # the hello of the daemon asked: one that dies says where it logged
+
+        def greeted(hello: Hello) -> None:
+            heard.append(hello)
+            if self.greeted is not None:
+                self.greeted(hello)
+
         try:
-            return self._ask(method, params)
+            return self._ask(method, params, greeted)
         except ConnectionLost:
             paths = DaemonPaths(self.home, layout=False)
             # One that stops as asked removes its status file first; a dead one leaves it behind.
             dead = paths.read_status()
-            log = None if dead is None else _its_log(paths, dead.pid)
+            log = None if dead is None else _its_log(paths, heard[-1] if heard else None)
             if not method.resend:
                 how = f"died ({log})" if log is not None else "stopped"
                 raise DaemonUnavailable(
@@ -702,36 +715,18 @@ class SocketTransport:
                 raise DaemonUnavailable(
                     f"the daemon stopped while it worked on this (it died; {log}); {method.again}"
                 ) from None
-        return self._ask(method, params)
+        return self._ask(method, params, self.greeted)
 
-    def _ask(self, method: Method[Params, Result], params: Params) -> Result:
+    def _ask(self, method: Method[Params, Result], params: Params, greeted: Greeted | None) -> Result:
         answer = call(
             self.home, method.name, params.model_dump(mode="json"), start=self.start, listener=self.listener,
-            greeted=self.greeted,
+            greeted=greeted,
         )  # fmt: skip
         return method.result.model_validate(answer)
 
 
-def _its_log(paths: DaemonPaths, pid: int) -> str:
-    """Where the daemon `pid`, dead, logged, for a message."""
-    if logs_to_file(paths, pid):
+def _its_log(paths: DaemonPaths, hello: Hello | None) -> str:
+    """Where the daemon that said `hello`, dead, logged, for a message."""
+    if hello is None or hello.logs_to_file:
         return f"its log: {paths.log}"
     return "it ran in the foreground, `remem daemon run`: its log is where that command's errors went"
-
-
-def logs_to_file(paths: DaemonPaths, pid: int) -> bool:
-    """Whether the daemon `pid` logs to `paths.log`: one a command started in the background,
-    which writes there as it starts that it listens, with its pid; else it runs in the
-    foreground (`remem daemon run`), and logs to that command's standard error. The line is
-    in the log's first bytes, those a daemon was spawned after (the log was under its spawner's
-    cap, which may not be this process's) or a spawned daemon began a fresh log with (`LogCap`):
-    no more than the largest cap and `LAST_WORDS_BYTES` is read, a line at a time."""
-    listening = f" (pid {pid})\n".encode()
-    try:
-        with _open_log(paths) as log:
-            while log.tell() <= LOG_CAP_MAX + LAST_WORDS_BYTES and (line := log.readline(LAST_WORDS_BYTES)):
-                if b" listening on " in line and line.endswith(listening):
-                    return True
-    except OSError:  # no log: no daemon was started in the background here
-        pass
-    return False

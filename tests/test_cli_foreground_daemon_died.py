@@ -23,15 +23,21 @@ from tests.waiting import wait_until
 EMPTY = f"sha256:{hashlib.sha256(b'').hexdigest()}"  # of Global while it is empty
 
 
+@pytest.mark.parametrize("stale_log", [False, True], ids=["no log", "a reused pid's log"])
 def test_a_foreground_daemon_that_died_is_said_to_log_where_it_ran(
-    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stale_log: bool
 ) -> None:
+    """Also when `state/daemon.log` was left by a background daemon that had the same pid."""
     monkeypatch.delenv(NO_DAEMON_ENV)
     command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
     terminal = (tmp_path / "terminal").open("w")  # where the foreground daemon's lines go
     daemon = subprocess.Popen([*command, "daemon", "run"], stdout=terminal, stderr=terminal)
     paths = DaemonPaths(home)
     wait_until(lambda: paths.read_status() is not None, what="the daemon's status file")
+    if stale_log:
+        paths.log.write_text(
+            f"2026-12-01 09:00:00,000 INFO remem.daemon: listening on … (pid {daemon.pid})\n"
+        )
     new = tmp_path / "GLOBAL.md"
     new.write_text("Prefer small commits.\n")
     replace = ["memory", "replace-global", "--expected-revision", EMPTY, "--file", str(new)]

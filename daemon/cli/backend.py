@@ -181,11 +181,10 @@ def daemon_log_hint(home: Home, greetings: Greetings) -> str:
     """Where to read what the daemon that answered logged, for a message: its log file, or the
     standard error of the `remem daemon run` that runs it in the foreground, which writes none
     (a hint naming the file sent the user to one that did not exist)."""
-    from ..client import logs_to_file
     from ..server.runtime import DaemonPaths
 
     paths, hello = DaemonPaths(home, layout=False), greetings.last
-    if hello is None or logs_to_file(paths, hello.pid):
+    if hello is None or hello.logs_to_file:  # the daemon says: the log misleads (moved aside, a pid reused)
         return f"see the daemon log at {paths.log}"
     foreground = "which runs the daemon in the foreground"
     return f"see the standard error of `remem daemon run` (pid {hello.pid}), {foreground}"

@@ -73,7 +73,9 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 36: memory/showAt names the files whose bytes are no UTF-8 (`undecoded`, decision 0510).
 # 37: sessions/rename and sessions/archive answer the title the session is shown with
 #     (`displayTitle`), which its file may give it where remem's `title` is null.
-PROTOCOL_VERSION = 37
+# 38: hello says whether the daemon logs to the home's log (`logsToFile`): a client names that
+#     file, or the standard error of `remem daemon run`, as where a bug's traceback went (0527).
+PROTOCOL_VERSION = 38
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -135,6 +137,9 @@ class HelloResult(_Strict):
     harnessRoots: dict[SessionFormat, list[str]]
     # The home it serves, as `Home.identity` says it ("device:inode"), or None once it is gone.
     home: str | None
+    # Whether it was started to log to the home's `state/daemon.log` (a client spawned it), or
+    # logs to its standard error only (`remem daemon run` in the foreground).
+    logsToFile: bool
 
 
 class WatchStatus(_Strict):

@@ -58,7 +58,7 @@ from ..sessions.memo import ListingMemo
 from ..settings import SessionRootSetting, Settings
 from .composition import Host, Services
 from .jsonrpc import LONG_MESSAGES, READ_CHUNK, Backlogs, Connection, Dispatcher, encode_error
-from .log_cap import cap_log, log_cap, log_crash, uncap_log
+from .log_cap import _writes_to, cap_log, log_cap, log_crash, uncap_log
 from .running_settings import RunningSettings
 from .runtime import DaemonPaths, identity_at, release_socket
 from .watcher import MemoryScope, SessionRoot, SettingsFile, Target, Watcher
@@ -114,6 +114,10 @@ class Daemon:
         # client's other ones are logged once each (its user is warned by the client itself).
         self.harness_roots = harness_roots()
         self._other_roots: set[str] = set()  # as logged, or a digest of one cut short there
+        # Whether it logs to the home's log (a client spawned it so) or to its standard error only
+        # (`remem daemon run`), said in hello: known as it starts, since a log moved aside later
+        # (logrotate, mv) is still the file it writes, and no client can tell from the file.
+        self.logs_to_file = _writes_to(self.paths.log)
         # The watcher reports changes as they happen only on inotify; polling may be a second late.
         self.listing_memo = ListingMemo(lambda: self.watcher.status().backend == "inotify")
         watch = settings.daemon.watch != "polling"
@@ -414,7 +418,7 @@ class Daemon:
             self._log_other_roots(json.dumps(theirs, ensure_ascii=False))
         return HelloResult(
             protocol=PROTOCOL_VERSION, version=APP_VERSION, pid=os.getpid(), harnessRoots=self.harness_roots,
-            home=self._home_identity,
+            home=self._home_identity, logsToFile=self.logs_to_file,
         )  # fmt: skip
 
     async def _status(self, params: Empty) -> StatusResult:
