@@ -11,6 +11,7 @@ import json
 import logging
 import re
 import select
+import sys
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Collection
@@ -80,7 +81,7 @@ READ_CHUNK = 64 * 1024  # what one read takes from a socket at most
 # each, 64 MiB; a client past them waits, what it sends kept in its socket (decision 0405).
 LONG_MESSAGES = 16
 # Requests of the methods whose answers grow with a whole session (a transcript), run by all
-# clients together, each until its answer is handed to its socket: one of a 40 MB session
+# clients together, each until its answer is encoded: one of a 40 MB session
 # peaks at some 350 MB, and sixteen at once took gigabytes (decision 0522).
 HEAVY_AT_ONCE = 2
 log = logging.getLogger("remem.daemon")
@@ -92,8 +93,9 @@ class ClientGone(Exception):
 
 class Ticket:
     """One request of a client: whether that client is `gone`, and the permits the request
-    holds (its client's slot, a heavy method's) until its answer is handed to the socket or
-    dropped, so what waits for a client is bounded by the answers it may have under way."""
+    holds: its client's slot until its answer is handed to the socket or dropped, so what waits
+    for a client is bounded by the answers it may have under way; a heavy method's turn until
+    its answer is encoded."""
 
     def __init__(self, gone: Callable[[], bool] = lambda: False) -> None:
         self.gone = gone
@@ -101,6 +103,12 @@ class Ticket:
 
     def hold(self, permit: asyncio.Semaphore) -> None:
         self._permits.append(permit)
+
+    def give_back(self, permit: asyncio.Semaphore) -> None:
+        """Give back `permit` alone, if held."""
+        if permit in self._permits:
+            self._permits.remove(permit)
+            permit.release()
 
     def release(self) -> None:
         """Give back the permits held; each once."""
@@ -137,6 +145,11 @@ class Dispatcher:
             answer = await self._handle(line, ticket)
         except ClientGone:
             return None
+        finally:
+            # A heavy method's turn ends with its answer encoded: what made the answer is gone,
+            # and the answer is bounded by its client's requests under way. Held until the
+            # client read it, one reading slowly held every other client's transcript.
+            ticket.give_back(self._heavy)
         if answer is not None and len(answer) > self._max_answer_bytes:
             # An error is bounded as a result is: a client buffers either whole.
             return _shortened(answer, self._max_answer_bytes)
@@ -499,9 +512,10 @@ class Connection:
             self._backlogs.join(self)
         try:
             await self._receive_all()
-            if self._gone():  # nobody will read the answers: what is under way ends now
-                for task in self._requests:
-                    task.cancel()
+            # A request under way runs to its end, even for a client gone: a handler in a thread
+            # cannot be stopped (cancelled, it gave back its turn while it went on rendering),
+            # and a write's own follow-ups (its announce) must not be cut off. What it sent
+            # after is never run (`_receive_all`, `Dispatcher._call`).
             if self._requests:  # a half-closed client still gets its answers
                 await asyncio.wait(self._requests)
             self._post(None)
@@ -608,7 +622,9 @@ class Connection:
         if self._writer.is_closing():
             return True
         sock = self._writer.get_extra_info("socket")
-        if sock is None:
+        if sock is None or sys.platform != "linux":
+            # Elsewhere (macOS) asking for POLLHUP may report a peer's end of writing as it: a
+            # client gone both ways is then found as its answer fails to be written.
             return False
         poller = select.poll()
         poller.register(sock.fileno(), select.POLLHUP)

@@ -76,7 +76,7 @@ def test_a_client_reading_several_large_answers_gets_them_all(monkeypatch: pytes
 
 def test_what_a_client_closed_on_is_not_run() -> None:
     """A client that sent sixteen transcripts and closed had them all rendered, gigabytes for
-    nobody. Requests under way when it closed end; those it sent after are never run."""
+    nobody. Requests under way when it closed run to their end; those it sent after never run."""
     ran: list[int] = []
 
     async def scenario() -> None:
@@ -123,7 +123,7 @@ def test_a_client_that_closed_only_its_sending_side_gets_every_answer() -> None:
 
 def test_heavy_requests_past_the_bound_wait_while_a_light_one_is_answered(tmp_path_factory: object) -> None:
     """Sixteen transcripts of a 40 MB session rendered at once took 2.6 GB. The daemon renders
-    `HEAVY_AT_ONCE` at a time, each until its answer is handed on; the rest wait, and a status
+    `HEAVY_AT_ONCE` at a time, each until its answer is encoded; the rest wait, and a status
     is answered meanwhile."""
     home = Home(tmp_path_factory.mktemp("home"))  # type: ignore[attr-defined]
     home.ensure_layout()
@@ -161,3 +161,38 @@ def test_heavy_requests_past_the_bound_wait_while_a_light_one_is_answered(tmp_pa
     assert "pid" in json.loads(status)["result"]
     assert rendered_meanwhile == HEAVY_AT_ONCE
     assert [json.loads(a)["result"]["markdown"] for a in answers] == ["# a session\n"] * (HEAVY_AT_ONCE + 2)
+
+
+def test_a_client_not_reading_its_heavy_answers_keeps_no_turn_from_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A heavy turn was held until the answer was read: a client reading slowly (or not yet)
+    kept every other client's transcript waiting, the editor's tab with it. The turn ends with
+    the answer encoded; a client that reads nothing is cut off only by the write timeout, here
+    far longer than the test."""
+    monkeypatch.setattr(jsonrpc, "WRITE_TIMEOUT_SECONDS", 3600.0)
+    big = _Text(text="z" * (8 << 20))  # more than a socket's buffer takes
+    made: list[int] = []
+
+    async def scenario() -> bytes:
+        both_made = asyncio.Event()
+
+        async def answer(params: BaseModel) -> BaseModel:
+            made.append(1)
+            if len(made) == HEAVY_AT_ONCE:
+                both_made.set()
+            return big
+
+        dispatcher = Dispatcher(dict.fromkeys(METHODS, answer), 64 << 20, heavy=["daemon/status"])
+        stuck_served, stuck = await _serving(dispatcher)
+        other_served, other = await _serving(dispatcher)
+        stuck.sendall(b"".join(_request(n) for n in range(HEAVY_AT_ONCE)))  # never read
+        await both_made.wait()  # every turn taken by answers nobody reads
+        other.sendall(_request(7))
+        [line] = await asyncio.wait_for(asyncio.to_thread(_lines, other, 1), 600)  # a hang's guard
+        for client in (stuck, other):
+            client.close()
+        await asyncio.gather(stuck_served, other_served)
+        return line
+
+    assert json.loads(asyncio.run(scenario()))["id"] == 7
