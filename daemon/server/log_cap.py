@@ -21,7 +21,7 @@ log = logging.getLogger("remem.daemon")
 LOG_CAP_ENV = "REMEM_DAEMON_LOG_BYTES"
 LOG_CAP_BYTES = 4 * 1024 * 1024  # of `daemon.log`, and as much again in `daemon.log.1`
 LOG_CAP_MIN = 1024  # below, a line or two would rotate the log
-LOG_CAP_MAX = 1024**3  # above, no cap: what a client reads looking for a daemon's line stays bounded
+LOG_CAP_MAX = 1024**3  # the most one may ask for: a log past it is no longer one a person reads
 CRASH_MESSAGE_CHARS = 300  # of a crash's message, said in a full log in place of its traceback
 
 
@@ -71,7 +71,7 @@ class LogCap(logging.Handler):
     """Keeps a spawned daemon's log under the cap while it runs: once a line takes it over, the
     log becomes `daemon.log.1` and the daemon's standard output and error (descriptors 1 and 2,
     where the interpreter writes a traceback too) a fresh `daemon.log`, headed by `header`, the
-    line saying where it listens and its pid (what a client looks for, `client._its_log`). Armed
+    line saying where it listens and its pid, so a fresh log still says whose it is. Armed
     once it listens: a daemon that fails to start never moves the words its spawner quotes.
 
     Only while `daemon.log` is the file it writes, or nothing (moved aside or removed: the way to
