@@ -88,6 +88,7 @@ from .pack_merge import (
     merge_small_packs,
     os_errno,
     os_trouble,
+    passes,
     refusal,
 )
 from .record import GLOBAL_FILE, record_name_of
@@ -782,7 +783,6 @@ class History:
 
     def _opened(self) -> pygit2.Repository:
         self._home.refuse_link(self.path)  # libgit2 would read and write wherever it points
-        self._refuse_foreign()
         fingerprint = _fingerprint(self.path)
         try:
             self._refuse_links_inside(fingerprint)
@@ -809,6 +809,7 @@ class History:
             for name in repo.references:  # a repository that opens may still hold refs that do not parse
                 repo.references[name].resolve()
         except Exception as exc:
+            self._refuse_foreign()
             self._refuse_undamaged(exc)
             aside = self.path.with_name(f"history.broken-{_stamp()}")
             os.replace(self.path, aside)
@@ -831,8 +832,9 @@ class History:
         return repo
 
     def _refuse_foreign(self) -> None:
-        """HomeUnusable when the repository is another user's (after `sudo remem …`): libgit2
-        opens none but its user's, and moved aside as damaged, its entries would be left behind
+        """HomeUnusable when the repository that did not open is another user's (after `sudo
+        remem …`): libgit2 opens none but its user's (unless its `safe.directory` says so: asked
+        only once the open failed), and moved aside as damaged, its entries would be left behind
         for what a chown mends."""
         try:
             owner = os.lstat(self.path).st_uid
@@ -844,12 +846,15 @@ class History:
     def _refuse_undamaged(self, exc: Exception) -> None:
         """Raise when the repository did not open or read (`exc`) because the OS refused it, not
         for damage of its own, which moving it aside mends: one it may not read is HomeUnusable,
-        naming what and the fix; any other refusal is `exc` itself."""
+        naming what and the fix; trouble that passes by itself (no descriptor or memory left) is
+        `exc` itself. Any other (a folder where a file belongs, a file where a folder does) is
+        damage: refused, it would be met again at every use, never mended."""
         inside = [self.path, *(self.path / name for name in _INSIDE)]
         refused = refusal(inside)
         if isinstance(refused, PermissionError):
             raise self._unreadable(refused) from None
-        if os_trouble(exc, inside) is not None:
+        trouble = os_trouble(exc, inside)
+        if trouble is not None and passes(trouble):
             raise exc
 
     def _unreadable(self, refused: PermissionError) -> HomeUnusable:
@@ -1473,12 +1478,18 @@ def _reason(exc: BaseException) -> str:
 def _foreign_message(path: Path, owner: int, root: Path) -> str:
     """Why the history `path`, owned by the user `owner`, stops remem, and the command that
     gives it back to this process's user."""
-    me = _user_name(os.geteuid())
+    me, theirs = _user_name(os.geteuid()), _user_name(owner)
+    # Root meeting a user's history is most likely that user's `sudo remem …`: handing the
+    # history to root would break their own remem.
+    fix = (
+        f"run remem as {theirs}, without sudo"
+        if os.geteuid() == 0
+        else f"give it back to your user with `sudo chown -R {me} {shlex.quote(str(path))}`"
+    )
     return (
-        f"remem's home {root} cannot be used: {path} belongs to another user, {_user_name(owner)} "
+        f"remem's home {root} cannot be used: {path} belongs to another user, {theirs} "
         f"(uid {owner}), as a `sudo remem …` leaves it, and remem reads a history only as its owner; "
-        f"nothing was moved: give it back to your user with `sudo chown -R {me} {shlex.quote(str(path))}`, "
-        f"or choose another home with --home or ${HOME_ENV}"
+        f"nothing was moved: {fix}, or choose another home with --home or ${HOME_ENV}"
     )
 
 

@@ -111,7 +111,7 @@ def _loose_objects(objects: Path, left_out: LeftOut) -> list[Path]:
         except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as refused:
-            if _passes(refused):
+            if passes(refused):
                 raise
             left_out(f"its loose-object folder {folder.name} cannot be listed", [folder], refused)
             continue
@@ -140,7 +140,7 @@ def _read_whole(
     (which says so) is left as it is, out of the merges, its bytes perhaps still of use to
     `git index-pack`, and told to `left_out` as the history's damage, with the OS's refusal of
     a file if it refused one (a link, a permission: no later merge would read it either). Its
-    entries' reads say so too. Only the OS's trouble that passes by itself (`_passes`) stops the merge, left
+    entries' reads say so too. Only the OS's trouble that passes by itself (`passes`) stops the merge, left
     to a later one."""
     try:
         oids = [pygit2.Oid(hex=oid) for oid in ids()]
@@ -149,7 +149,7 @@ def _read_whole(
                 repo.odb.read(oid)
     except (*_UNMERGEABLE, *PASSING) as exc:
         trouble = os_trouble(exc, files)
-        if trouble is not None and _passes(trouble):
+        if trouble is not None and passes(trouble):
             raise trouble from None
         left_out(what, files, refusal(files) or exc)
         return None
@@ -193,7 +193,7 @@ def refusal(paths: list[Path]) -> OSError | None:
     return None
 
 
-def _passes(trouble: BaseException) -> bool:
+def passes(trouble: BaseException) -> bool:
     """Whether the OS's `trouble` passes by itself (no memory or file descriptor left for now)."""
     return isinstance(trouble, MemoryError) or os_errno(trouble) in _PASSING_ERRNOS
 

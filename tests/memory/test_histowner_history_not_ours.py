@@ -82,7 +82,8 @@ def test_another_users_history_is_refused_naming_its_owner_and_the_fix_and_nothi
         f"remem: remem's home {home.root} cannot be used: {history} belongs to another user"
     ), said
     assert f"(uid {ANOTHER_UID})" in said and "nothing was moved" in said, said
-    assert f"`sudo chown -R root {history}`" in said, said
+    # Root meeting a user's history: that user's `sudo remem …`, not a history to hand to root.
+    assert "nothing was moved: run remem as 4242, without sudo" in said, said
     assert set_aside(home) == []
     assert [entry.actor.kind for entry in MemoryStore(home).history.log(None)] == ["cli"]
 
@@ -139,3 +140,13 @@ def test_a_folder_of_its_objects_this_user_may_not_list_is_refused_naming_it_not
         "let your user read it, or choose another home with --home or $REMEM_HOME"
     )
     assert set_aside(home) == []
+
+
+def test_a_damaged_history_is_still_set_aside_and_started_again(home: Home, history: Path) -> None:
+    """A folder where a file of the repository belongs is damage, not the OS refusing it:
+    refused, every command and commit met it again, and the history never mended."""
+    (history / "packed-refs").mkdir()
+    log = remem(home, "memory", "log", "--global")
+    assert log.returncode == 0, log
+    assert "set aside as history.broken-" in log.stderr, log.stderr
+    assert len(set_aside(home)) == 1
