@@ -9,6 +9,7 @@ whether the path was a folder, and the OS refused to look."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -44,3 +45,12 @@ def test_a_folder_and_a_file_behind_a_closed_folder_are_said_naming_it_with_exit
         2,
         [f"remem: {folder}: cannot be read: {closed}", f"remem: {file}: cannot be read: {closed}"],
     ), validated
+
+
+def test_a_name_too_long_is_said_with_exit_2(home: Home, tmp_path: Path) -> None:
+    """It ended "internal error, a bug in remem (OSError: File name too long)", exit 4."""
+    name = tmp_path / ("a" * 300)
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon"]
+    validated = subprocess.run([*command, "memory", "validate", str(name)], capture_output=True, text=True)
+    assert (validated.returncode, validated.stdout) == (2, ""), validated
+    assert validated.stderr == f"remem: {name}: cannot be read (File name too long)\n", validated.stderr

@@ -378,9 +378,9 @@ def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
 
 
 def _refused(path: Path) -> str | None:
-    """Why this user may not look at `path`: a folder on its way does not let it in (named);
-    None when it may. Such a path was a bug's PermissionError (one it reaches but may not read
-    is refused as the argument it is, by click)."""
+    """Why this user may not look at `path`: a folder on its way does not let it in (named), or
+    the OS refuses the name (too long); None when it may. Such a path was a bug's OSError (one it
+    reaches but may not read is refused as the argument it is, by click)."""
     try:
         path.is_dir()
     except PermissionError as error:
@@ -390,6 +390,8 @@ def _refused(path: Path) -> str | None:
             f"{path}: cannot be read: the folder {stopped} does not let your user in ({error.strerror}); "
             "let your user into it, or validate a copy elsewhere"
         )
+    except OSError as error:
+        return f"{shown(str(path))}: cannot be read ({error.strerror})"
     return None
 
 
