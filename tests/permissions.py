@@ -1,16 +1,23 @@
 """Permissions that bind root too: the capabilities that let root past them (`PAST_PERMISSIONS`),
-given up in a process before it runs a program, or handed on; and modes set for a test."""
+given up in a process before it runs a program, or handed on; modes set for a test; and `remem`
+(and its daemon) run bound by them."""
 
 from __future__ import annotations
 
 import ctypes
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.home import Home
+from remem.daemon.server.runtime import DaemonPaths
+from tests.cli_process import remem
 
 _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 2, 4
 _CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
@@ -96,3 +103,26 @@ def modes(*set_to: tuple[Path, int]) -> Iterator[None]:
     finally:
         for path, mode in reversed(before):
             path.chmod(mode)
+
+
+def remem_bound(home: Home, *args: str, daemon: bool = False) -> subprocess.CompletedProcess[str]:
+    """`remem ARGS` (through the daemon, with `daemon`) as a user file modes bind."""
+    environment = {**os.environ}
+    if daemon:
+        environment.pop(NO_DAEMON_ENV, None)
+    return as_user([sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args], environment)
+
+
+@contextmanager
+def daemon_bound(home: Home) -> Iterator[None]:
+    """A daemon of `home` started as a user file modes bind, stopped after (skipped where root's
+    daemon still holds its way past them)."""
+    try:
+        started = remem_bound(home, "daemon", "start", daemon=True)
+        assert started.returncode == 0, started.stderr
+        info = DaemonPaths(home).read_status()
+        if os.geteuid() == 0 and info is not None and (held := effective(info.pid) & PAST_MASK):
+            pytest.skip(f"run as root, whose daemon holds its way past permissions still (CapEff {held:#x})")
+        yield
+    finally:
+        remem(home, "daemon", "stop")

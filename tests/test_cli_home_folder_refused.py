@@ -10,28 +10,16 @@ started without the capabilities that let root past them.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
-from remem.daemon.server.runtime import DaemonPaths
-from tests.cli_process import remem
-from tests.permissions import PAST_MASK, as_user, effective, modes
+from tests.permissions import as_user, daemon_bound, modes, remem_bound
 
 COMMANDS = [("sessions", "list"), ("memory", "show")]
-
-
-def bound(home: Home, *args: str, daemon: bool) -> subprocess.CompletedProcess[str]:
-    """`remem ARGS` (through the daemon, with `daemon`) as a user file modes bind."""
-    environment = {**os.environ}
-    if daemon:
-        environment.pop(NO_DAEMON_ENV, None)
-    return as_user([sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args], environment)
 
 
 @pytest.fixture(params=[False, True], ids=["no-daemon", "daemon"])
@@ -41,15 +29,8 @@ def daemon(request: pytest.FixtureRequest, home: Home) -> Iterator[bool]:
     if not request.param:
         yield False
         return
-    try:
-        started = bound(home, "daemon", "start", daemon=True)
-        assert started.returncode == 0, started.stderr
-        info = DaemonPaths(home).read_status()
-        if os.geteuid() == 0 and info is not None and (held := effective(info.pid) & PAST_MASK):
-            pytest.skip(f"run as root, whose daemon holds its way past permissions still (CapEff {held:#x})")
+    with daemon_bound(home):
         yield True
-    finally:
-        remem(home, "daemon", "stop")
 
 
 def refused(home: Home, folder: Path) -> str:
@@ -70,6 +51,6 @@ def test_a_folder_of_the_home_closed_to_its_user_is_said_neither_readable_nor_wr
         listing = [sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(closed)]
         if as_user(listing, {**os.environ}).returncode == 0:
             pytest.skip("run as root, whose processes read past permissions still")
-        said = bound(home, *command, daemon=daemon)
+        said = remem_bound(home, *command, daemon=daemon)
 
     assert (said.returncode, said.stderr.splitlines()[-1]) == (2, refused(home, closed)), said

@@ -14,31 +14,20 @@ saying why, only where root may not give them up.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
-from remem.daemon.server.runtime import DaemonPaths
 from tests.cli_process import remem
 from tests.fake_openai import FakeOpenAI, tool_call
-from tests.permissions import PAST_MASK, as_user, effective, modes
+from tests.permissions import as_user, daemon_bound, modes, remem_bound
 
 from .conftest import Source, both_scopes
-
-
-def bound(home: Home, *args: str, daemon: bool = False) -> subprocess.CompletedProcess[str]:
-    """`remem ARGS` (through the daemon it starts, with `daemon`) as a user file modes bind."""
-    environment = {**os.environ}
-    if daemon:
-        environment.pop(NO_DAEMON_ENV, None)
-    return as_user([sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args], environment)
 
 
 def unreadable_to_user(path: Path) -> None:
@@ -65,15 +54,8 @@ def daemon(request: pytest.FixtureRequest, home: Home) -> Iterator[bool]:
     if not request.param:
         yield False
         return
-    try:
-        started = bound(home, "daemon", "start", daemon=True)
-        assert started.returncode == 0, started.stderr
-        info = DaemonPaths(home).read_status()
-        if os.geteuid() == 0 and info is not None and (held := effective(info.pid) & PAST_MASK):
-            pytest.skip(f"run as root, whose daemon holds its way past permissions still (CapEff {held:#x})")
+    with daemon_bound(home):
         yield True
-    finally:
-        remem(home, "daemon", "stop")
 
 
 def unreadable(home: Home, path: Path) -> str:
@@ -89,7 +71,7 @@ def test_receipts_go_on_past_an_unreadable_global_memory_with_or_without_a_daemo
 ) -> None:
     with modes((home.global_file, 0)):
         unreadable_to_user(home.global_file)
-        listed = bound(home, "receipts", daemon=daemon)
+        listed = remem_bound(home, "receipts", daemon=daemon)
 
     assert listed.returncode == 0, listed.stderr
     undo = (
@@ -104,7 +86,7 @@ def test_an_unreadable_global_memory_is_said_naming_it_with_or_without_a_daemon(
 ) -> None:
     with modes((home.global_file, 0)):
         unreadable_to_user(home.global_file)
-        log = bound(home, "memory", "log", "--global", daemon=daemon)
+        log = remem_bound(home, "memory", "log", "--global", daemon=daemon)
 
     assert (log.returncode, log.stderr.strip()) == (2, unreadable(home, home.global_file)), log
 
@@ -115,6 +97,6 @@ def test_a_workspace_folder_that_cannot_be_listed_is_said_naming_it_with_or_with
     folder = home.workspaces / WorkspaceId.from_cwd(source.cwd).key
     with modes((folder, 0)):
         unreadable_to_user(folder)
-        log = bound(home, "memory", "log", "--cwd", source.cwd, daemon=daemon)
+        log = remem_bound(home, "memory", "log", "--cwd", source.cwd, daemon=daemon)
 
     assert (log.returncode, log.stderr.strip()) == (2, unreadable(home, folder)), log
