@@ -504,7 +504,8 @@ def _syntax_advice(exc: yaml.MarkedYAMLError, text: str, at: int) -> str:
     """How to mend the line YAML refused. A second `: ` in a plain value is the usual slip
     (`description: Use uv: not pip`), then a value starting with one of YAML's indicators
     (`'tis`, `[draft]`, `@team`): the lines are `key: value` already, so the advice is the
-    quotes, shown on the line as written. A value quoted already gets what its quotes need."""
+    quotes, shown on the line as written. A value quoted already gets what its quotes need, and
+    one whose `"` is never closed is shown closed (quoted again, the `"` was kept as text)."""
     written = _written(text, at)
     if (exc.problem or "").startswith("mapping values are not allowed"):
         if written is None:  # a continuation line, say: its own key is elsewhere
@@ -517,6 +518,9 @@ def _syntax_advice(exc: yaml.MarkedYAMLError, text: str, at: int) -> str:
     closed = quotes.match(value) if quotes is not None else None
     if closed is not None:
         return _requoting(key, value, closed) or "write `key: value` lines"
+    if value[0] == '"':  # quotes whose close was forgotten; a `'` may well be an apostrophe (`'tis`)
+        meant = _unquoted(value + '"')
+        return f'the `"` that opens the value is never closed: close it, `{key}: {_quoted(meant)}`'
     shown = f"`` {value[0]} ``" if value[0] == "`" else f"`{value[0]}`"
     return f"a value starting with {shown} must be quoted: `{key}: {_quoted(value)}`"
 

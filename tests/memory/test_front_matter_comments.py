@@ -131,6 +131,8 @@ def test_a_value_starting_with_a_yaml_indicator_is_told_on_its_line_to_be_quoted
         (('description: "C:\\dir" is home',), ["C:\\dir is home", '"C:\\dir" is home']),
         # A quote never closed: its lines joined, not the first alone.
         (("description: 'it", "  goes on"), ["'it goes on"]),
+        # A `"` never closed is shown closed: kept, it was text (`"\"Use uv`).
+        (('description: "Use uv',), ["Use uv"]),
     ],
 )
 def test_a_quoted_value_is_told_what_its_quotes_need_each_line_shown_reading_back_as_meant(
