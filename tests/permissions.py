@@ -72,13 +72,15 @@ def bound_by_permissions() -> None:
         _prctl(_PR_CAPBSET_DROP, capability)
 
 
-def as_user(command: list[str], environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`command` run as a user file modes bind: root without its ways past them (skipped, saying
-    why, where root may not give them up)."""
+def as_user(
+    command: list[str], environment: dict[str, str], given: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`command` run as a user file modes bind, `given` on its standard input: root without its
+    ways past them (skipped, saying why, where root may not give them up)."""
     privileged = os.geteuid() == 0
     try:
         return subprocess.run(
-            command, capture_output=True, text=True, env=environment, timeout=120,
+            command, input=given, capture_output=True, text=True, env=environment, timeout=120,
             preexec_fn=bound_by_permissions if privileged else None,
         )  # fmt: skip
     except subprocess.SubprocessError as error:  # root without CAP_SETPCAP, in some containers
@@ -105,12 +107,16 @@ def modes(*set_to: tuple[Path, int]) -> Iterator[None]:
             path.chmod(mode)
 
 
-def remem_bound(home: Home, *args: str, daemon: bool = False) -> subprocess.CompletedProcess[str]:
-    """`remem ARGS` (through the daemon, with `daemon`) as a user file modes bind."""
+def remem_bound(
+    home: Home, *args: str, daemon: bool = False, given: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`remem ARGS` (through the daemon, with `daemon`) as a user file modes bind, `given` on its
+    standard input."""
     environment = {**os.environ}
     if daemon:
         environment.pop(NO_DAEMON_ENV, None)
-    return as_user([sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args], environment)
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *args]
+    return as_user(command, environment, given)
 
 
 @contextmanager

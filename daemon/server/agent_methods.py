@@ -38,7 +38,7 @@ from ..protocol.rpc import (
     WorkspaceParams,
 )
 from .jsonrpc import Handler, log_failed, unwritable
-from .memory_methods import MemoryMethods, Scope
+from .memory_methods import MemoryMethods, Scope, home_in_the_way
 
 T = TypeVar("T")
 log = logging.getLogger("remem.daemon")
@@ -96,9 +96,11 @@ class AgentMethods:
 
     async def _agent_safe(self, scope: Scope, action: Callable[[], T], *, reads_global: bool = False) -> T:
         """Run `action` in one of the worker threads `scope` may occupy, as memory requests do; the
-        store's refusals become errors an agent may read."""
+        store's refusals become errors an agent may read, an unreadable memory file the home in
+        the way, as memory requests say it."""
         try:
-            return await self._memory.in_scope_thread(scope, action, reads_global=reads_global)
+            with home_in_the_way(self._memory.store.where):
+                return await self._memory.in_scope_thread(scope, action, reads_global=reads_global)
         except (InvalidChanges, MemoryInvalid) as exc:
             raise _refusal(exc) from None
         except Unwritable as exc:  # as the dispatcher says it: an MCP server without the daemon too

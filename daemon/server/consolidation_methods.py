@@ -53,7 +53,7 @@ from ..settings import (
     unserved_model,
 )
 from .jsonrpc import Handler, log_failed, unwritable
-from .memory_methods import MemoryMethods, Publish, unheard
+from .memory_methods import MemoryMethods, Publish, home_in_the_way, unheard
 
 log = logging.getLogger("remem.daemon")
 T = TypeVar("T")
@@ -93,7 +93,8 @@ class ConsolidationMethods:
         self._running.setdefault(params.session, {})[task] = params.run
         outcome = None  # what the run came to, told to every client: their badges may change
         try:
-            result = await self.consolidator.consolidate(params.session, progress)
+            with home_in_the_way(self.home):  # its memory read as memory requests read it
+                result = await self.consolidator.consolidate(params.session, progress)
             outcome = result.status.value
         except Refused as exc:
             outcome = exc.code

@@ -15,7 +15,7 @@ import contextlib
 import functools
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -354,7 +354,8 @@ async def _answered(work: Awaitable[T], home: Home) -> T:
     folder of `home` this user may not open as the home in the way (HomeUnusable: the daemon's
     HOME_UNUSABLE, exit 2), with and without a daemon."""
     try:
-        return await work
+        with home_in_the_way(home):
+            return await work
     except InvalidChanges as exc:
         problems = [p.model_dump(mode="json") for p in exc.problems]
         raise RpcError(
@@ -368,9 +369,18 @@ async def _answered(work: Awaitable[T], home: Home) -> T:
         raise RpcError(HISTORY_REFUSED, str(exc)) from None
     except Unwritable as exc:  # as the dispatcher says it, for a command without the daemon too
         raise unwritable(exc) from None
+
+
+@contextlib.contextmanager
+def home_in_the_way(home: Home) -> Iterator[None]:
+    """A read of `home` its mode refuses this user (a GLOBAL.md or a workspace's folder made
+    unreadable) raised as the home in the way (HomeUnusable: the daemon's HOME_UNUSABLE, exit
+    2), naming what stops it: the user's to fix, not a bug. For every handler that reads memory
+    (memory's, an agent's, a consolidation's). A refused write is Unwritable, no PermissionError;
+    one that names no path in the home is a bug's still."""
+    try:
+        yield
     except PermissionError as exc:
-        # A write refused is Unwritable, above: what is left is a read its mode refuses
-        # (a GLOBAL.md or a workspace's folder made unreadable), the user's to fix, not a bug.
         if not _in_home(home, exc.filename):
             raise
         raise HomeUnusable(home.unreadable_message(Path(exc.filename), exc)) from None

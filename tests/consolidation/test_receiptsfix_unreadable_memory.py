@@ -4,7 +4,9 @@ naming it, with and without a daemon; `remem receipts` goes on without that memo
 Run in the command's own process, the store's PermissionError was no refusal the memory handlers
 knew: `remem --no-daemon receipts` ended "internal error, a bug in remem (PermissionError …)",
 exit 4, where it said how to undo the review in Global memory, and `remem memory log` exited 4
-on either path (through the daemon: "the daemon failed on memory/log, a bug in remem").
+on either path (through the daemon: "the daemon failed on memory/log, a bug in remem"). A
+consolidation and the MCP server's tools, which read memory outside the memory handlers, exited
+4 (or told the agent remem failed unexpectedly) after that fix still.
 
 Permissions bind root too here: run as root, each command's process is started without the
 capabilities that let root past them (see test_lspfix_unjudged_cause), and a test is skipped,
@@ -13,6 +15,7 @@ saying why, only where root may not give them up.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -100,3 +103,50 @@ def test_a_workspace_folder_that_cannot_be_listed_is_said_naming_it_with_or_with
         log = remem_bound(home, "memory", "log", "--cwd", source.cwd, daemon=daemon)
 
     assert (log.returncode, log.stderr.strip()) == (2, unreadable(home, folder)), log
+
+
+def test_a_consolidation_of_an_unreadable_global_memory_says_it_with_or_without_a_daemon(
+    home: Home, source: Source, daemon: bool
+) -> None:
+    """The runner read memory outside the memory handlers: INTERNAL, "a bug in remem
+    (PermissionError …)", exit 4, on either path."""
+    home.ensure_layout()
+    home.global_file.write_text("# Global\n\nPrefer uv.\n")
+    with modes((home.global_file, 0)):
+        unreadable_to_user(home.global_file)
+        done = remem_bound(home, "consolidate", source.id, "--json", daemon=daemon)
+
+    assert done.returncode == 2, done
+    error = json.loads(done.stdout)["error"]
+    assert (error["code"], f"remem: {error['message']}") == (
+        "HOME_UNUSABLE",
+        unreadable(home, home.global_file),
+    )
+
+
+def test_an_agent_is_told_the_home_is_in_the_way_by_an_unreadable_global_memory_with_or_without_a_daemon(
+    home: Home, tmp_path: Path, daemon: bool
+) -> None:
+    """The MCP server's agent methods read memory outside the memory handlers: the agent was told
+    remem "failed unexpectedly", and the server's log held a PermissionError's traceback."""
+    home.ensure_layout()
+    home.global_file.write_text("# Global\n\nPrefer uv.\n")
+    client = {"name": "t", "version": "1"}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "memory_context", "arguments": {}}},
+    ]  # fmt: skip
+    given = "".join(json.dumps(line) + "\n" for line in lines)
+    with modes((home.global_file, 0)):
+        unreadable_to_user(home.global_file)
+        done = remem_bound(home, "mcp", "--cwd", str(tmp_path), daemon=daemon, given=given)
+
+    assert done.returncode == 0, done.stderr
+    answers = {answer["id"]: answer for answer in map(json.loads, done.stdout.splitlines())}
+    tool = answers[2]["result"]
+    assert tool["isError"] and "something in remem's home stands in the way" in tool["content"][0]["text"]
+    assert unreadable(home, home.global_file).removeprefix("remem: ") in done.stderr  # the user's reason
+    assert "Traceback" not in done.stderr
