@@ -135,6 +135,17 @@ def _quick_fixes(context: _Context, diagnostics: Sequence[types.Diagnostic]) -> 
     return _merged(actions)
 
 
+def _edits_of(action: types.CodeAction) -> list[types.TextEdit]:
+    """The text edits of a fix of the one document (none for a command's or a rename)."""
+    edit = action.edit
+    if edit is None:
+        return []
+    operations = edit.document_changes or ()
+    edits = [e for o in operations if isinstance(o, types.TextDocumentEdit) for e in o.edits]
+    edits += [e for changes in (edit.changes or {}).values() for e in changes]
+    return [e for e in edits if isinstance(e, types.TextEdit)]
+
+
 def _changes(action: types.CodeAction) -> bool:
     """Whether the fix edits anything (one that cannot be written as an edit has none)."""
     edit = action.edit
@@ -274,22 +285,41 @@ def _meant(written: str) -> str:
     return close[0] if close else ""
 
 
-def _quote(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+def _non_string(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    """What a value YAML reads as no string gets: the fix its key gets when it is missing or
+    invalid, or else the value quoted; each only when it makes no error the record lacks (a
+    name quoted may well differ from the file's)."""
+    assert context.front is not None
+    entry = context.front.entry_at(diagnostic.range.start.line)
+    key = entry.key if entry is not None else ""
     written = context.range_text(diagnostic.range)
+    if key == "type":  # `type: yes` or `type: [a]` quoted is still no type
+        actions = _type_choices(context, diagnostic)
+    elif key == "name":
+        actions = _file_name(context, diagnostic, preferred=True)
+    elif key == "description" and _loaded(written) is None:  # `null`, `~`: as `description:` alone
+        actions = _describe(context, diagnostic)
+    else:
+        actions = _quote(context, diagnostic, written)
+    return [a for a in actions if _adds_no_error(context, _edits_of(a))]
+
+
+_UNREADABLE = object()
+
+
+def _loaded(written: str) -> object:
+    """What YAML reads `written` as; `_UNREADABLE` when it is no YAML of its own."""
+    try:
+        return safe_yaml.load(written)
+    except yaml.YAMLError:
+        return _UNREADABLE
+
+
+def _quote(context: _Context, diagnostic: types.Diagnostic, written: str) -> list[types.CodeAction]:
     if not written or diagnostic.range.start.line != diagnostic.range.end.line:
         return []
-    try:
-        loaded = safe_yaml.load(written)
-    except yaml.YAMLError:
+    if not isinstance(_loaded(written), (int, float, datetime.date)):  # bool is an int; lists and null stay
         return []
-    if not isinstance(loaded, (int, float, datetime.date)):  # bool is an int; lists and null stay
-        return []
-    entry = context.front.entry_at(diagnostic.range.start.line) if context.front is not None else None
-    if entry is not None and entry.key == "type":  # `type: yes` quoted is still no type: offer the types
-        return [
-            _fix(f"Set the type to `{t}`", diagnostic, context.edit(context.set_key("type", t)))
-            for t in _TYPES
-        ]
     quoted = json.dumps(written, ensure_ascii=False)
     edit = context.edit([types.TextEdit(diagnostic.range, quoted)])
     return [_fix(f"Quote the value: {quoted}", diagnostic, edit, preferred=True)]
@@ -397,6 +427,10 @@ def _type(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAct
         fixed = written.strip().lower()
         edit = context.edit(context.set_key("type", fixed))
         return [_fix(f"Change the type to `{fixed}`", diagnostic, edit, preferred=True)]
+    return _type_choices(context, diagnostic)
+
+
+def _type_choices(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
     return [
         _fix(f"Set the type to `{kind}`", diagnostic, context.edit(context.set_key("type", kind)))
         for kind in _TYPES
@@ -429,12 +463,17 @@ def _slug(written: str) -> str:
     return _NOT_SLUG.sub("-", folded.lower()).strip("-")
 
 
-def _name_mismatch(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
-    actions = []
+def _file_name(context: _Context, diagnostic: types.Diagnostic, *, preferred: bool) -> list[types.CodeAction]:
+    """The file's own name as the record's, when it is one (`My Note.md` holds none)."""
     stem = file_name_as_record(context.file.path)
-    if stem is not None:
-        edit = context.edit(context.set_key("name", stem))
-        actions.append(_fix(f"Set the name to `{stem}` (the file name)", diagnostic, edit))
+    if stem is None:
+        return []
+    edit = context.edit(context.set_key("name", stem))
+    return [_fix(f"Set the name to `{stem}` (the file name)", diagnostic, edit, preferred=preferred)]
+
+
+def _name_mismatch(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+    actions = _file_name(context, diagnostic, preferred=False)
     written = context.current("name")
     # The diagnostic may predate an edit of the name: a file is renamed only to a record's name.
     if written is not None and valid_name(written) and _can_rename(context):
@@ -589,7 +628,7 @@ _FIXERS: dict[str, Fixer] = {
     "remem/control-character": _controls,
     "remem/missing-key": _missing_key,
     "remem/unknown-key": _key_casing,
-    "remem/non-string-value": _quote,
+    "remem/non-string-value": _non_string,
     "remem/front-matter-comment": _keep_comment,
     "remem/front-matter-tab": _tabs,
     "remem/front-matter-unterminated": _close,

@@ -1,5 +1,6 @@
-"""Front-matter advice the review found missing or wrong: an unclosed `"` is shown closed. Each
-fixed text is what `remem memory validate` accepts too."""
+"""Front-matter advice the review found missing or wrong: a value that is no string gets the fix
+its neighbours get, and an unclosed `"` is shown closed. Each fixed text is what `remem memory
+validate` accepts too."""
 
 from __future__ import annotations
 
@@ -12,11 +13,58 @@ from remem.daemon.memory.validation import parse_record
 
 from .editor import change, codes, module_client, open_document, own_home, record, until, workspace_folder
 from .live import stopping_daemon
+from .test_code_actions import apply_fix, code_actions, fixing
 
 HOME = own_home("remem-lsp-fm-fixes-")
 client = module_client(HOME)
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 stop_the_daemon = stopping_daemon(HOME)
+
+NON_STRING = "remem/non-string-value"
+BODY = "Use uv, not pip.\n"
+NON_STRINGS = [
+    # case, file, text, the fix's title, preferred, the text it makes
+    # No value: the body's first line, as `description:` alone gets.
+    ("description-null", "dn.md", record("dn", description="null", body=BODY),
+     "Use the body's first line as the description", False,
+     record("dn", description="Use uv, not pip.", body=BODY)),
+    ("description-tilde", "dt.md", record("dt", description="~", body=BODY),
+     "Use the body's first line as the description", False,
+     record("dt", description="Use uv, not pip.", body=BODY)),
+    # The file's name, as a name missing or invalid gets.
+    ("name-bare", "prefer-uv.md", "---\nname:\ndescription: A fact\ntype: project\n---\nBody.\n",
+     "Set the name to `prefer-uv` (the file name)", True, record("prefer-uv")),
+    ("name-null", "nn.md", record("null"), "Set the name to `nn` (the file name)", True, record("nn")),
+    # Quoted, `3` would mismatch `n3.md`, a new error.
+    ("name-number", "n3.md", record("3"), "Set the name to `n3` (the file name)", True, record("n3")),
+    # Quoted, `3` or `[a]` would still be no type: the types, as `type: yes` gets.
+    ("type-number", "t3.md", record("t3", type="3"), "Set the type to `project`", False, record("t3")),
+    ("type-list", "tl.md", record("tl", type="[a]"), "Set the type to `feedback`", False,
+     record("tl", type="feedback")),
+    ("type-bare", "tb.md", record("tb", type="").replace("type: \n", "type:\n"),
+     "Set the type to `reference`", False, record("tb", type="reference")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "name", "text", "title", "preferred", "fixed"), NON_STRINGS, ids=[c[0] for c in NON_STRINGS]
+)
+async def test_a_value_that_is_no_string_gets_the_fix_its_neighbours_get(
+    client: LanguageClient, case: str, name: str, text: str, title: str, preferred: bool, fixed: str
+) -> None:
+    uri = open_document(client, workspace_folder(HOME, case) / name, text)
+    actions = fixing(await code_actions(client, uri, NON_STRING), NON_STRING)
+    [action] = [a for a in actions if a.title == title]
+    assert bool(action.is_preferred) is preferred
+    assert await apply_fix(client, uri, text, action, 2) == fixed
+    await until(lambda: codes(client, uri) == [])
+    assert parse_record(fixed, name).diagnostics == []
+
+
+async def test_no_fix_quotes_a_name_into_one_the_file_name_refuses(client: LanguageClient) -> None:
+    uri = open_document(client, workspace_folder(HOME, "name-quoted") / "q7.md", record("7"))
+    actions = fixing(await code_actions(client, uri, NON_STRING), NON_STRING)
+    assert [a.title for a in actions] == ["Set the name to `q7` (the file name)"]
 
 
 @pytest.mark.parametrize(
