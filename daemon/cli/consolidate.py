@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shlex
+import signal
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any, NoReturn
 
 import click
@@ -62,6 +66,8 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     A review already done returns its receipt without calling the model again."""
     from ..consolidation.changes import PHASE_WORDS
 
+    heard: list[int] = []  # the SIGTERMs and SIGHUPs this run heard: none, a Ctrl-C's exit
+
     def show_progress(method: str, params: dict[str, Any]) -> None:
         if method == "consolidation/progress" and params.get("session") == session_id and not as_json:
             step = f" (step {params['step']})" if params.get("step") else ""
@@ -74,16 +80,17 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     # A receipt completed before this moment is an earlier review's, returned as it was: the
     # answer does not say so, and receipts are stamped by this machine's clock too.
     asked_at = now()
-    try:
-        result = backend.api(listener=show_progress).consolidate(params)
-    except RpcError as exc:
-        _refused(exc, as_json, backend, session_id)
-    except KeyboardInterrupt:
-        if not backend.use_daemon:  # before or after the review: a review under way is cancelled
-            shows = f"remem receipts --session {session_id} shows any review it began"
-            say(f"remem: interrupted ({shows})", err=True)
-            sys.exit(EXIT_INTERRUPTED)
-        _stop_in_daemon(backend, params)
+    with _stops_as_ctrl_c(heard):
+        try:
+            result = backend.api(listener=show_progress).consolidate(params)
+        except RpcError as exc:
+            _refused(exc, as_json, backend, session_id)
+        except KeyboardInterrupt:
+            if not backend.use_daemon:  # before or after the review: a review under way is cancelled
+                shows = f"remem receipts --session {session_id} shows any review it began"
+                say(f"remem: interrupted ({shows})", err=True)
+                sys.exit(_interrupted_status(heard))
+            _stop_in_daemon(backend, params, _interrupted_status(heard))
     if as_json:
         emit_json(result)
     else:
@@ -106,7 +113,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
             if receipt.completedAt is not None and receipt.completedAt < asked_at:
                 say(_earlier_said(receipt, logs))
     if result.status is Status.CANCELLED and not backend.use_daemon:
-        sys.exit(EXIT_INTERRUPTED)  # in this process only Ctrl-C cancels (asyncio turns it into a cancel)
+        sys.exit(_interrupted_status(heard))  # in this process only a stop cancels (asyncio's cancel)
     sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
 
 
@@ -263,15 +270,47 @@ def _receipt_and_turns(backend: Backend, review: str) -> tuple[Receipt, list[Tur
     return view.receipt, view.turns
 
 
-def _stop_in_daemon(backend: Backend, params: ConsolidateParams) -> NoReturn:
-    """Ctrl-C ends this process, not the daemon's review: that is asked to stop too, or it
-    would commit after the user gave up on it."""
+@contextlib.contextmanager
+def _stops_as_ctrl_c(heard: list[int]) -> Iterator[None]:
+    """SIGTERM (`kill`, `timeout`, a CI runner cancelling) and SIGHUP (the terminal closed) heard
+    as Ctrl-C is, each appended to `heard`: by whatever handles SIGINT now (asyncio's, which
+    cancels the run in this process, or Python's KeyboardInterrupt; SIGINT's own is left to
+    asyncio, which installs it only over Python's). Killed by
+    them, the client left the daemon's review to commit, or its own review half recorded, after
+    the user walked away (decision 0528). A stop the process was started ignoring (`nohup`'s
+    SIGHUP) stays ignored."""
+
+    def as_ctrl_c(signum: int, frame: FrameType | None) -> None:
+        heard.append(signum)
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler):  # SIGINT ignored: the stop is heard all the same
+            handler = signal.default_int_handler
+        handler(signal.SIGINT, frame)
+
+    stops = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) == signal.SIG_DFL]
+    before = {s: signal.signal(s, as_ctrl_c) for s in stops}
+    try:
+        yield
+    finally:
+        for stop, handler in before.items():
+            signal.signal(stop, handler)
+
+
+def _interrupted_status(heard: list[int]) -> int:
+    """The exit status of a run a stop ended: 128 + the signal, as shells report a process it
+    killed (130 for Ctrl-C)."""
+    return 128 + heard[0] if heard else EXIT_INTERRUPTED
+
+
+def _stop_in_daemon(backend: Backend, params: ConsolidateParams, status: int) -> NoReturn:
+    """Ctrl-C (or SIGTERM, SIGHUP) ends this process, not the daemon's review: that is asked to
+    stop too, or it would commit after the user gave up on it."""
     stopped = backend.api().cancel_consolidation(params).cancelled
     if stopped:
         say("remem: interrupted; the daemon cancelled the review", err=True)
     else:
         say(f"remem: interrupted; the review had ended (remem receipts --session {params.session})", err=True)
-    sys.exit(EXIT_INTERRUPTED)
+    sys.exit(status)
 
 
 @click.command(cls=Command)

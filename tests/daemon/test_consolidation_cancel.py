@@ -89,16 +89,18 @@ def test_a_cancel_stops_the_run_asking_the_model_and_the_one_queued_behind_it(
     assert MemoryStore(home).read_workspace(WorkspaceId.from_cwd(source.cwd)).records == []
 
 
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 @pytest.mark.parametrize(
     ("where", "said"),
     [([], "the daemon cancelled the review"), (["--no-daemon"], "cancelled before any memory was written")],
     ids=["through-the-daemon", "in-process"],
 )
 def test_an_interrupted_consolidate_cancels_the_review(
-    home: Home, served: tuple[FakeOpenAI, Source], where: list[str], said: str
+    home: Home, served: tuple[FakeOpenAI, Source], where: list[str], said: str, stop: signal.Signals
 ) -> None:
     """Ctrl-C on `remem consolidate` ends the client; the review, in the daemon or in the
-    client's own process, must end too."""
+    client's own process, must end too. A `kill`, `timeout` or a CI runner cancelling (SIGTERM)
+    and a closed terminal (SIGHUP) are the user walking away alike (decision 0528)."""
     fake, source = served
     fake.reply(slow(8, tool_call(proposal(put("prefer-uv", source.evidence())))))
     command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
@@ -112,9 +114,9 @@ def test_an_interrupted_consolidate_cancels_the_review(
     for line in running.stderr:  # the model has been asked: the review is under way
         if "waiting for the model" in line:
             break
-    running.send_signal(signal.SIGINT)
+    running.send_signal(stop)
     out, err = running.communicate(timeout=30)
-    assert running.returncode == 130 and said in out + err, out + err  # 130: as shells report a SIGINT
+    assert running.returncode == 128 + stop and said in out + err, out + err  # as shells report it
     listed = subprocess.run([*command, "receipts", "--json"], capture_output=True, text=True)
     [receipt] = json.loads(listed.stdout)["receipts"]
     assert receipt["status"] == "cancelled" and receipt["changes"] == []
