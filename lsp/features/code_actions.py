@@ -221,7 +221,8 @@ def _close(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAc
     line = f"---{newline}" if ends_a_line else f"{newline}---{newline}"
     at = lsp_range(TextPositions(context.text), end, end)
     edits = [types.TextEdit(at, line)]
-    if not _adds_no_error(context, edits):
+    # A record with nothing after its keys has no body, closed or not: closing lets that be said.
+    if not _adds_no_error(context, edits, had=frozenset({"remem/body-empty"})):
         return []
     after = at.start.line - 1 if ends_a_line else at.start.line
     title = f"Close the front matter with a `---` line after line {after + 1}"
@@ -354,16 +355,17 @@ def _keep_comment(context: _Context, diagnostic: types.Diagnostic) -> list[types
     return [_fix(title, diagnostic, context.edit(edits))]
 
 
-def _adds_no_error(context: _Context, edits: list[types.TextEdit]) -> bool:
+def _adds_no_error(context: _Context, edits: list[types.TextEdit], had: frozenset[str] = frozenset()) -> bool:
     """Whether the document with `edits` applied has no error it did not have already (a body
-    near its budget, say, which the moved text would take past it)."""
+    near its budget, say, which the moved text would take past it), counting the codes `had`
+    as its own though the document cannot show them yet."""
     after = context.text
     for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
         start, end = offset_at(after, edit.range.start), offset_at(after, edit.range.end)
         after = after[:start] + edit.new_text + after[end:]
     name = context.file.path.name
-    had = {d.code for d in validate_record(context.text, name) if d.severity is Severity.ERROR}
-    return all(d.code in had for d in validate_record(after, name) if d.severity is Severity.ERROR)
+    known = had | {d.code for d in validate_record(context.text, name) if d.severity is Severity.ERROR}
+    return all(d.code in known for d in validate_record(after, name) if d.severity is Severity.ERROR)
 
 
 _VALUE_START = re.compile(r"description:[ \t]+")  # ASCII: its length is the same in UTF-16

@@ -1,6 +1,6 @@
 """Front-matter advice the review found missing or wrong: a value that is no string gets the fix
-its neighbours get, and an unclosed `"` is shown closed. Each fixed text is what `remem memory
-validate` accepts too."""
+its neighbours get, an unclosed `"` is shown closed, and a front matter with nothing after its
+keys is offered its closing line. Each fixed text is what `remem memory validate` accepts too."""
 
 from __future__ import annotations
 
@@ -93,3 +93,19 @@ async def test_a_double_quote_never_closed_is_shown_closed_reading_back_as_meant
     await until(lambda: codes(client, uri) == [])
     read_back = parse_record(fixed, "uq.md").record
     assert read_back is not None and read_back.description == meant
+
+
+@pytest.mark.parametrize("end", ["\n", ""], ids=["line-break", "no-line-break"])
+async def test_a_front_matter_with_nothing_after_its_keys_is_offered_its_closing_line(
+    client: LanguageClient, end: str
+) -> None:
+    """Closed, the record has no body: no new error, since it had none before either."""
+    text = "---\nname: bare\ndescription: A fact\ntype: project" + end
+    uri = open_document(client, workspace_folder(HOME, f"no-body-{len(end)}") / "bare.md", text)
+    code = "remem/front-matter-unterminated"
+    [action] = fixing(await code_actions(client, uri, code), code)
+    assert action.title == "Close the front matter with a `---` line after line 4" and action.is_preferred
+    fixed = await apply_fix(client, uri, text, action, 2)
+    assert fixed == record("bare", body="")
+    await until(lambda: codes(client, uri) == ["remem/body-empty"])
+    assert [d.code for d in parse_record(fixed, "bare.md").diagnostics] == ["remem/body-empty"]
