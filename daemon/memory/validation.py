@@ -723,7 +723,9 @@ def _non_string(key: str, node: yaml.Node, where: Range) -> Diagnostic:
         message = f"`{key}` has no value; write it on the same line, e.g. `{key}: ...`"
     else:
         kind = _KINDS.get(node.tag.rsplit(":", 1)[-1], "non-string value")
-        message = f"`{key}` must be a string, not {kind}; put the value in quotes"
+        # Quoted, `yes` or `[a]` would still be no type: the types are the advice.
+        advice = f"use one of {_VALID_TYPES}" if key == "type" else "put the value in quotes"
+        message = f"`{key}` must be a string, not {kind}; {advice}"
     return diagnostic("non-string-value", Severity.ERROR, message, where)
 
 

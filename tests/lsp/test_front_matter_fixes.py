@@ -61,6 +61,15 @@ async def test_a_value_that_is_no_string_gets_the_fix_its_neighbours_get(
     assert parse_record(fixed, name).diagnostics == []
 
 
+async def test_a_type_that_is_no_string_is_told_the_types_not_to_be_quoted(client: LanguageClient) -> None:
+    """Quoted, `[a]` would still be no type: the advice was to quote it."""
+    uri = open_document(client, workspace_folder(HOME, "type-told") / "tt.md", record("tt", type="[a]"))
+    await until(lambda: codes(client, uri) == [NON_STRING])
+    [error] = client.diagnostics[uri]
+    assert error.message.startswith("`type` must be a string, not a list; use one of `feedback` (")
+    assert "quotes" not in error.message
+
+
 async def test_no_fix_quotes_a_name_into_one_the_file_name_refuses(client: LanguageClient) -> None:
     uri = open_document(client, workspace_folder(HOME, "name-quoted") / "q7.md", record("7"))
     actions = fixing(await code_actions(client, uri, NON_STRING), NON_STRING)
