@@ -153,6 +153,7 @@ _INSIDE = (
     "refs",
     "refs/heads",
 )
+_LOOSE = re.compile(r"[0-9a-f]{2}")  # a folder of loose objects, named by their ids' first byte
 _LISTED_INSIDE = ("objects", "refs/heads")  # and objects/pack, in the pass of `_fingerprint`
 # What an open repository object's answers rest on: the repository folder itself (replaced by a
 # backup, or by a new one), the folders of its objects, packs and branches, and the packed refs.
@@ -496,7 +497,7 @@ class History:
                     self._store(self._opened(), composed)
                     return composed.id
         except Exception as exc:
-            self._not_recorded("reconcile", branch, exc)
+            self._not_recorded("reconcile", branch, self._unreadable_inside() or exc)
             return None
 
     def _ends_with(self, branch: str, current: Generation) -> bool:
@@ -727,6 +728,11 @@ class History:
                 if os_errno(exc) in (errno.EACCES, errno.EPERM):
                     self._refuse_undamaged(exc)
                 raise
+            except HistoryError:  # what reads as damage may be a pack libgit2 skipped, unopened
+                unreadable = self._unreadable_inside()
+                if unreadable is not None:
+                    raise unreadable from None
+                raise
 
     @contextlib.contextmanager
     def _entry_read(self, ref: str) -> Iterator[pygit2.Commit]:
@@ -849,16 +855,48 @@ class History:
         naming what and the fix; trouble that passes by itself (no descriptor or memory left) is
         `exc` itself. Any other (a folder where a file belongs, a file where a folder does) is
         damage: refused, it would be met again at every use, never mended."""
-        inside = [self.path, *(self.path / name for name in _INSIDE)]
-        refused = refusal(inside)
-        if isinstance(refused, PermissionError):
-            raise self._unreadable(refused) from None
-        trouble = os_trouble(exc, inside)
+        unreadable = self._unreadable_inside()
+        if unreadable is not None:
+            raise unreadable from None
+        trouble = os_trouble(exc, [self.path, *(self.path / name for name in _INSIDE)])
         if trouble is not None and passes(trouble):
             raise exc
 
+    def _unreadable_inside(self) -> HomeUnusable | None:
+        """HomeUnusable when a file or folder of the repository is one this user may not open, its
+        packs, objects and branches too: libgit2 skips a pack it may not open, and the entries it
+        holds read as gone, as damage, which moving the history aside would leave behind. None
+        when each opens; asked only once a read failed (it lists every folder of objects)."""
+        inside = [self.path, *(self.path / name for name in _INSIDE), *self._listed_inside()]
+        refused = refusal(inside)
+        return self._unreadable(refused) if isinstance(refused, PermissionError) else None
+
+    def _listed_inside(self) -> list[Path]:
+        """The folders of packs, of branches and of loose objects, and what each holds (a folder
+        that does not list is itself in the answer, for `refusal` to say)."""
+        objects = self.path / "objects"
+        try:
+            loose = [objects / name for name in os.listdir(objects) if _LOOSE.fullmatch(name)]
+        except OSError:
+            loose = []  # `objects` itself is in `_INSIDE`
+        found: list[Path] = []
+        for folder in (objects / "pack", self.path / "refs" / "heads", *loose):
+            found.append(folder)
+            with contextlib.suppress(OSError):
+                found += [folder / name for name in os.listdir(folder)]
+        return found
+
     def _unreadable(self, refused: PermissionError) -> HomeUnusable:
-        return HomeUnusable(self._home.unreadable_message(Path(refused.filename), refused))
+        """What stops the read, named with its fix: another user's file (a `sudo remem …`'s) is
+        given back to this user; one of this user's is to be let read."""
+        path = Path(refused.filename)
+        try:
+            owner = os.lstat(path).st_uid
+        except OSError:  # behind a folder this user may not pass: that folder is named
+            owner = os.geteuid()
+        if owner != os.geteuid():
+            return HomeUnusable(_foreign_message(path, owner, self._home.root))
+        return HomeUnusable(self._home.unreadable_message(path, refused))
 
     def _close(self) -> None:
         """Let go of the repository object, to be opened again at the next use. Its files are
@@ -1166,6 +1204,9 @@ class History:
         self._told.add(told)
         if isinstance(exc, Unindexed):
             log.warning("memory history at %s: %s", self.path, what)
+            return
+        if isinstance(exc, PermissionError) and exc.filename is not None:  # no damage: never to move aside
+            log.warning("memory history: %s, and is left out of the merges: %s", what, self._unreadable(exc))
             return
         log.warning(
             "memory history: %s", self._damage(f"{what} ({_reason(exc)}), and is left out of the merges")

@@ -10,9 +10,11 @@ showed only entries made since, after a mere `sudo remem …`.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,7 +23,7 @@ import pytest
 from remem.daemon.home import Home
 from remem.daemon.memory.store import MemoryStore
 from tests.cli_process import remem
-from tests.permissions import as_user, modes
+from tests.permissions import as_user, daemon_bound, modes, remem_bound
 
 ANOTHER_UID = 4242  # a user no test runs as: chown takes a number with no name too
 
@@ -150,3 +152,38 @@ def test_a_damaged_history_is_still_set_aside_and_started_again(home: Home, hist
     assert log.returncode == 0, log
     assert "set aside as history.broken-" in log.stderr, log.stderr
     assert len(set_aside(home)) == 1
+
+
+def _its_pack(history: Path) -> Path:
+    [pack] = (history / "objects" / "pack").glob("*.pack")
+    return pack
+
+
+@pytest.mark.parametrize(
+    "unreadable", [_its_pack, lambda history: history / "refs" / "heads" / "global"], ids=["pack", "branch"]
+)
+@pytest.mark.parametrize("through_daemon", [False, True], ids=["no-daemon", "daemon"])
+def test_a_file_of_the_history_this_user_may_not_read_is_refused_naming_it_never_called_damaged(
+    home: Home, history: Path, unreadable: Callable[[Path], Path], through_daemon: bool
+) -> None:
+    """A pack libgit2 may not open it skips: its entries read as gone, and `memory log` said the
+    history was damaged, to be moved aside (HISTORY_REFUSED, exit 1); a branch's file that did
+    not open had the whole history set aside and started again."""
+    file = unreadable(history)
+    with contextlib.ExitStack() as held:
+        if through_daemon:
+            held.enter_context(daemon_bound(home))
+        held.enter_context(modes((file, 0)))
+        if as_user(["cat", str(file)], {**os.environ}).returncode == 0:
+            pytest.skip("run as root, whose processes read past permissions still")
+        log = remem_bound(home, "memory", "log", "--global", "--json", daemon=through_daemon)
+
+    assert log.returncode == 2, log
+    assert json.loads(log.stdout)["error"] == {
+        "code": "HOME_UNUSABLE",
+        "message": f"remem's home {home.root} cannot be used: {file} cannot be read (Permission denied); "
+        "let your user read it, or choose another home with --home or $REMEM_HOME",
+    }
+    assert "damaged" not in log.stderr and "set aside" not in log.stderr, log.stderr
+    assert set_aside(home) == []
+    assert [entry.actor.kind for entry in MemoryStore(home).history.log(None)] == ["cli"]
