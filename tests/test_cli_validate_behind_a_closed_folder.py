@@ -4,7 +4,8 @@ naming the path and that folder, exit 2, as it says of a file it may not read: t
 saying why).
 
 It ended "internal error, a bug in remem (PermissionError …)", exit 4: the validator asked
-whether the path was a folder, and the OS refused to look."""
+whether the path was a folder, and the OS refused to look. A file or folder it may not read
+inside a folder searched is said alike."""
 
 from __future__ import annotations
 
@@ -54,3 +55,55 @@ def test_a_name_too_long_is_said_with_exit_2(home: Home, tmp_path: Path) -> None
     validated = subprocess.run([*command, "memory", "validate", str(name)], capture_output=True, text=True)
     assert (validated.returncode, validated.stdout) == (2, ""), validated
     assert validated.stderr == f"remem: {name}: cannot be read (File name too long)\n", validated.stderr
+
+
+@pytest.mark.parametrize(
+    ("closed", "unchecked"), [("sub", ", so the memory files in it went unchecked"), ("secret.md", "")]
+)
+@pytest.mark.parametrize("where", [["--no-daemon"], []], ids=["in-process", "through-the-daemon"])
+def test_a_folder_or_file_inside_that_cannot_be_read_is_said_with_exit_2(
+    home: Home, tmp_path: Path, where: list[str], closed: str, unchecked: str
+) -> None:
+    """A folder it could not list was passed over without a word (0 problems, exit 0, its
+    memory unchecked), and a file it could not read ended in a bug's PermissionError, exit 4."""
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    for path in (project / "alpha.md", project / "sub" / "beta.md", project / "secret.md"):
+        path.write_text(RECORD.replace("alpha", path.stem))
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *where, "memory", "validate"]
+    with modes((project / closed, 0)):
+        read = f"import os; p = {str(project / closed)!r}; os.listdir(p) if os.path.isdir(p) else open(p)"
+        if as_user([sys.executable, "-c", read], {**os.environ}).returncode == 0:
+            pytest.skip("run as root, whose processes read any file still")
+        validated = as_user([*command, str(project)], {**os.environ})
+    said = (
+        f"cannot be read (Permission denied){unchecked}; let your user read it, or validate a copy elsewhere"
+    )
+    assert (validated.returncode, validated.stdout, validated.stderr) == (
+        2,
+        "",
+        f"remem: {project / closed}: {said}\n",
+    ), validated
+
+
+def test_in_the_homes_memory_only_a_folder_holding_memory_is_said(home: Home) -> None:
+    """A workspace folder it cannot list is said; `reviews/`, which holds no memory, is not."""
+    closed, receipts = home.root / "memory" / "workspaces" / "abc", home.root / "memory" / "reviews"
+    for folder in (closed, receipts):
+        folder.mkdir(parents=True)
+    (closed / "alpha.md").write_text(RECORD)
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon"]
+    with modes((closed, 0), (receipts, 0)):
+        if (
+            as_user(
+                [sys.executable, "-c", f"import os; os.listdir({str(closed)!r})"], {**os.environ}
+            ).returncode
+            == 0
+        ):
+            pytest.skip("run as root, whose processes read any folder still")
+        validated = as_user([*command, "memory", "validate", str(home.root / "memory")], {**os.environ})
+    said = "cannot be read (Permission denied), so the memory files in it went unchecked"
+    assert (validated.returncode, validated.stderr) == (
+        2,
+        f"remem: {closed}: {said}; let your user read it, or validate a copy elsewhere\n",
+    ), validated

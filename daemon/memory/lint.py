@@ -9,6 +9,7 @@ a keystroke changes alone, as the whole folder's judgement would.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections import defaultdict
@@ -66,17 +67,26 @@ def lint_paths(paths: list[Path], workspaces: Path | None = None) -> list[FilePr
     home = workspaces.resolve() if workspaces is not None else None  # once, not per file
     reports: dict[Path, list[Diagnostic]] = {}
     by_folder: dict[Path, list[Path]] = defaultdict(list)
+    unread: list[str] = []  # a file or folder this user may not read: said, never a bug's error
     for path in files:
         if home is not None and _in_linked_workspace(path, home):
             reports[path] = [LINKED_WORKSPACE]
         elif path.name == GLOBAL_FILE and not (home is not None and _in_workspace_folder(path, home)):
-            reports[path] = _global_problems(path) + unmerged_saves(
-                GLOBAL_FILE, listing(path.parent.resolve())
-            )
+            try:
+                reports[path] = _global_problems(path) + unmerged_saves(
+                    GLOBAL_FILE, listing(path.parent.resolve())
+                )
+            except PermissionError as error:
+                unread.append(_cannot_read(error))
         else:
             by_folder[path.parent].append(path)
     for folder, wanted in by_folder.items():
-        reports.update(_lint_folder(folder, wanted))
+        try:
+            reports.update(_lint_folder(folder, wanted))
+        except PermissionError as error:
+            unread.append(_cannot_read(error))
+    if unread:
+        raise NotMemoryFile(unread)
     # A name that is not UTF-8 is shown as the store shows it, with `\x` escapes JSON can carry.
     return [FileProblems(path=shown(str(path)), diagnostics=reports[path]) for path in files]
 
@@ -356,7 +366,7 @@ def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
         if refused is not None:
             problems.append(refused)
         elif path.is_dir():
-            found.extend(_memory_files_under(path, workspaces))
+            found.extend(_memory_files_under(path, workspaces, problems))
         elif not path.exists():
             problems.append(f"{path}: no such file or folder")
         elif path.suffix != ".md" or path.name.startswith("."):
@@ -404,7 +414,19 @@ def _impassable(folder: Path) -> bool:
     return False
 
 
-def _memory_files_under(folder: Path, workspaces: Path | None) -> list[Path]:
+def _cannot_read(error: OSError) -> str:
+    """What to say of a file or folder this user may not read (`error` names it)."""
+    path = os.fsdecode(error.filename)
+    unchecked = ", so the memory files in it went unchecked" if os.path.isdir(path) else ""
+    return (
+        f"{shown(path)}: cannot be read ({error.strerror}){unchecked}; let your user read it, "
+        "or validate a copy elsewhere"
+    )
+
+
+def _memory_files_under(folder: Path, workspaces: Path | None, problems: list[str]) -> list[Path]:
+    """The memory files under `folder`; a folder on the way that cannot be listed, where memory
+    files may lie, is appended to `problems` (passed over, it read as a folder holding none)."""
     found = []
     if (
         workspaces is not None
@@ -412,18 +434,50 @@ def _memory_files_under(folder: Path, workspaces: Path | None) -> list[Path]:
         and workspaces.is_dir()
     ):
         # A workspace folder that is a link (leading anywhere, or nowhere) is not walked, nor
-        # read: it is reported itself.
-        found += [entry for entry in workspaces.iterdir() if entry.is_symlink()]
-    for path in sorted(folder.rglob("*.md")):
+        # read: it is reported itself. A workspaces folder that cannot be listed the walk says.
+        with contextlib.suppress(PermissionError):
+            found += [entry for entry in workspaces.iterdir() if entry.is_symlink()]
+    walked, unlisted = _walk(folder)
+    home = workspaces.resolve() if workspaces is not None else None
+    problems += [
+        _cannot_read(error) for error in unlisted if _may_hold_memory(Path(error.filename), folder, home)
+    ]
+    for path in walked:
         relative = path.relative_to(folder).parts
         # Links and FIFOs too, so that what the store refuses is reported, not passed over.
         listed = path.is_symlink() or not path.is_dir()
         if listed and not _SKIPPED_DIRS.intersection(relative[:-1]) and not path.name.startswith("."):
             found.append(path)
-    if workspaces is None:
+    if home is None:
         return found
-    home = workspaces.resolve()
     return [path for path in found if not _unread_in_home(path, home)]
+
+
+def _walk(folder: Path) -> tuple[list[Path], list[OSError]]:
+    """Every `*.md` under `folder`, sorted, and why each folder on the way that could not be
+    listed was not: `rglob` passed over such a folder without a word. Links to folders are not
+    followed, as `rglob` did not follow them."""
+    found: list[Path] = []
+    unlisted: list[OSError] = []
+    for at, folders, names in os.walk(folder, onerror=unlisted.append):
+        found += [Path(at, name) for name in [*folders, *names] if name.endswith(".md")]
+    return sorted(found), unlisted
+
+
+def _may_hold_memory(folder: Path, named: Path, home: Path | None) -> bool:
+    """Whether files `folder` holds (found under the folder `named`) would be validated: not in
+    a folder the walk skips, and in the home's memory folder (`home` its workspaces folder, as
+    above) only that folder, its workspaces folder and a workspace folder."""
+    if _SKIPPED_DIRS.intersection(folder.relative_to(named).parts):
+        return False
+    if home is None:
+        return True
+    resolved = folder.resolve()
+    return (
+        not resolved.is_relative_to(home.parent)
+        or home in (resolved, resolved.parent)
+        or resolved == home.parent
+    )
 
 
 def _unread_in_home(path: Path, home: Path) -> bool:
