@@ -128,7 +128,11 @@ class _LazyGroup(Group):
             return exc
         under = UNDER if before_command else AFTER_SUBCOMMAND
         rest = list(args)
-        rest.remove(JSON)  # the first: what click refused
+        first = rest.index(JSON)  # what click refused
+        # And the same flag repeated at once (`remem --json --json …`): click takes a flag given
+        # twice after the command as given once; left in, the second was refused on its own.
+        while first < len(rest) and rest[first] == JSON:
+            del rest[first]
         command: click.Command = self
         name, words, ctx = info_name, rest, None
         while isinstance(command, click.Group):  # down to the command that runs
