@@ -68,6 +68,12 @@ MAX_TOOL_CALLS = 16
 # Far past any valid proposal (RECORDS_MAX records of BODY_MAX_BYTES, Global's cap): an answer
 # over it is no proposal, and is refused before it is parsed.
 ANSWER_MAX_BYTES = 3 * MIB
+# The most of an HTTP answer's body read, before decoding: JSON writes a byte of text as at most
+# six (a control character as \u0001), so a body past this holds more than ANSWER_MAX_BYTES of
+# text and tool arguments whatever its escapes, with room for the rest of the completion. It is
+# refused as it comes in: read whole to be measured, a broken proxy's endless answer would take
+# the daemon's memory first.
+_BODY_MAX_BYTES = 8 * ANSWER_MAX_BYTES
 # What a worker-log line holds besides the values `logged_bytes` measures: the event's type,
 # seq, time, message id, the keys around the values and the token counts (each below
 # `_TOKENS_MAX`). ASCII of a fixed shape, a few hundred bytes: this bounds it with room to spare.
@@ -117,7 +123,7 @@ def http_client() -> httpx2.AsyncClient:
     the user would read a slow model where the provider refused."""
     from openai import DefaultAsyncHttpxClient
 
-    return DefaultAsyncHttpxClient(event_hooks={"request": [_asking], "response": [_hear]})
+    return DefaultAsyncHttpxClient(event_hooks={"request": [_asking], "response": [_hear, _bound]})
 
 
 async def _asking(request: httpx2.Request) -> None:
@@ -131,6 +137,29 @@ async def _hear(response: httpx2.Response) -> None:
     if (heard := _HEARD.get()) is not None:
         heard.status, heard.retry_after = response.status_code, response.headers.get("retry-after")
         heard.answers += 1
+
+
+async def _bound(response: httpx2.Response) -> None:
+    """Refuse a body past `_BODY_MAX_BYTES`: at once when its Content-Length says so, else as
+    soon as that much of it has come, before the rest is read (the SDK reads it whole)."""
+    from httpx2 import AsyncByteStream
+
+    from .answer_body import Capped
+
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > _BODY_MAX_BYTES:
+        raise _too_large(f"{int(length)} bytes")
+    if isinstance(response.stream, AsyncByteStream):
+        response.stream = Capped(
+            response.stream, _BODY_MAX_BYTES, lambda: _too_large(f"over {_BODY_MAX_BYTES} bytes")
+        )
+
+
+def _too_large(size: str) -> BadAnswer:
+    return BadAnswer(
+        f"the answer is {size}; a consolidation step may be at most {size_text(ANSWER_MAX_BYTES)} of "
+        "text and tool arguments, far more than any valid proposal holds"
+    )
 
 
 async def run_attempt(

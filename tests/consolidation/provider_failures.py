@@ -45,6 +45,53 @@ class RawAnswers(ScriptedServer):
         self.handler = type("Handler", (_RawHandler,), {"answer": (content_type, body)})
 
 
+class _HugeHandler(ScriptedHandler):
+    """Answers every POST 200 with a chat completion of over `total` bytes, sent a piece at a time
+    (chunked, or after a Content-Length), until it is all sent or the client closes; `sent`
+    holds the body bytes each answer got out."""
+
+    fake_name = "HugeAnswers"
+    total: int
+    chunked: bool
+    sent: list[int]
+
+    def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._record({})
+        head, tail = chat_answer({"content": "\0"}).split(b"\\u0000")
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        piece = b"x" * (1 << 16)
+        pieces = [head, *[piece] * (self.total // len(piece)), tail]
+        if self.chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(sum(map(len, pieces))))
+        self.end_headers()
+        sent = 0
+        try:
+            for part in pieces:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part) if self.chunked else part)
+                sent += len(part)
+            if self.chunked:
+                self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client closed its end: what it read is what was sent
+            pass
+        self.sent.append(sent)
+
+
+class HugeAnswers(ScriptedServer):
+    """A provider (a broken proxy) whose every chat completion is over `total` bytes of body."""
+
+    def __init__(self, total: int, *, chunked: bool) -> None:
+        super().__init__()
+        self.sent: list[int] = []
+        self.handler = type(
+            "Handler", (_HugeHandler,), {"total": total, "chunked": chunked, "sent": self.sent}
+        )
+
+
 def configure_provider(home: Home, base_url: str, root: Path, provider_limit: int | None = None) -> None:
     home.ensure_layout()
     limit = "" if provider_limit is None else f"    max_output_tokens: {provider_limit}\n"

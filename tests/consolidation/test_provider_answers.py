@@ -13,11 +13,12 @@ import pytest
 from remem.daemon.consolidation.models import list_models
 from remem.daemon.consolidation.proposal import TOOL_NAME
 from remem.daemon.consolidation.route import Route
+from remem.daemon.consolidation.worker import ANSWER_MAX_BYTES
 from remem.daemon.home import Home
 from remem.daemon.sessions.reader import read_session
 
 from .conftest import KEY_ENV
-from .provider_failures import RawAnswers, failed_with
+from .provider_failures import HugeAnswers, RawAnswers, chat_answer, failed_with
 
 _GOOD = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "usage": None}
 
@@ -119,3 +120,21 @@ def test_a_provider_nothing_listens_for_is_said_once_with_what_to_do(
         f"no whole answer from {url}: nothing answered there: start the provider's server, or choose "
         "another model (remem settings model)"
     ), error
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_an_oversized_answer_is_refused_before_it_is_read_whole(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunked: bool
+) -> None:
+    """A broken proxy's answer of 96 MiB, far past any answer the step limit lets through even
+    with every byte escaped: refused before it is all read (the server sees the client close
+    early), where it was read whole into memory and only then measured, and not asked again."""
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    total = 32 * ANSWER_MAX_BYTES
+    with HugeAnswers(total, chunked=chunked) as huge:
+        error = failed_with(home, tmp_path, f"{huge.origin}/v1")
+    assert len(huge.sent) == 1, "an oversized answer is not asked for again"
+    assert huge.sent[0] < total // 2, f"{huge.sent[0]} of {total} bytes were sent before the refusal"
+    size = f"{total + len(chat_answer({'content': ''}))} bytes" if not chunked else "over "
+    assert error.startswith(f"the answer is {size}"), error
+    assert "a consolidation step may be at most 3 MiB of text and tool arguments" in error
