@@ -40,6 +40,7 @@ def assert_json_error(done: subprocess.CompletedProcess[str], code: str, status:
         ("sessions", "bogus", "--json"),
         ("sessions", "show", "s", "--markdown", "--json"),
         ("memory", "log", "--limit", "x", "--json"),
+        ("memory", "log", "--limit", "-1", "--json"),  # below what it takes, as a turn 0 is
         ("consolidate", "--json"),
         ("receipts", "--json", "--session"),
         ("settings", "model", "--model", "", "--json"),
@@ -81,7 +82,7 @@ def test_a_daemon_that_cannot_be_reached_is_json(home: Home, args: tuple[str, ..
         (("sessions", "rename", "nope", "t", "--json"), "NOT_FOUND", 1),
         (("consolidate", "nope", "--json"), "NOT_FOUND", 1),
         # Refused: the command line is understood, what it asks is not done.
-        (("memory", "log", "--limit", "-1", "--json"), "INVALID", 2),
+        (("memory", "log", "--cwd", ".", "--global", "--json"), "INVALID", 2),
         (("settings", "model", "--provider", "nowhere", "--json"), "INVALID", 2),
         (("eval", "--cases", "nothing-matches", "--json"), "INVALID", 2),
     ],

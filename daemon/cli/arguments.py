@@ -79,6 +79,27 @@ class _SessionRevision(click.ParamType):
         return str(value)
 
 
+class WholeNumber(click.ParamType):
+    """A whole number of at least `least`, refused saying what was given and what is taken
+    (`takes`): click's own said `'1.5' is not a valid integer range`, or `0 is not in the range
+    x>=1`, naming neither."""
+
+    name = "integer"
+
+    def __init__(self, least: int, takes: str) -> None:
+        self.least = least
+        self.takes = takes
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        try:
+            number = int(value)  # as click reads one: ` 7 `, `1_000`
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a whole number; it takes {self.takes}", param, ctx)
+        if number < self.least:
+            self.fail(f"{number} is less than {self.least}; it takes {self.takes}", param, ctx)
+        return number
+
+
 class _Folder(click.Path):
     """A folder's path, never empty: `os.path.abspath("")` is the current folder, so `--cwd ""`
     (a script's unset variable) would silently be wherever the command ran, and commit there."""

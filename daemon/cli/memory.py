@@ -43,7 +43,7 @@ from ..protocol.rpc import (
     WorkspaceParams,
 )
 from ..validation import one_line
-from .arguments import ENTRY_ID, FOLDER, INPUT, NON_EMPTY, workspace_params
+from .arguments import ENTRY_ID, FOLDER, INPUT, NON_EMPTY, WholeNumber, workspace_params
 from .backend import Backend, daemon_log_hint
 from .output import (
     EXIT_CONFLICT,
@@ -249,7 +249,13 @@ def context(backend: Backend, cwd: str | None) -> None:
 @memory.command()
 @cwd_option
 @click.option("--global", "global_", is_flag=True, help="The history of Global memory instead.")
-@click.option("--limit", default=50, show_default=True, help="Entries to show, newest first; 0 for all.")
+@click.option(
+    "--limit",
+    default=50,
+    show_default=True,
+    type=WholeNumber(0, "how many of the newest entries to show, or 0 for all"),
+    help="Entries to show, newest first; 0 for all.",
+)
 @click.option("--no-stat", is_flag=True, help="Leave out what each entry changed (faster on long histories).")
 @json_option
 @click.pass_obj
@@ -257,8 +263,6 @@ def log(backend: Backend, cwd: str | None, global_: bool, limit: int, no_stat: b
     """List the history of this workspace (or of Global): who changed memory, when, and what."""
     if global_ and cwd is not None:
         fail("--cwd and --global name different scopes; give one of them")
-    if limit < 0:
-        fail("--limit must be 0 (all) or more")
     params = HistoryLogParams(
         cwd=None if global_ else workspace_params(cwd).cwd, limit=limit or None, stat=not no_stat
     )

@@ -36,6 +36,7 @@ from .arguments import (
     NON_EMPTY,
     SESSION_REVISION_TYPE,
     UTF8,
+    WholeNumber,
     absolute,
     absolute_paths,
     utf8_folder,
@@ -62,7 +63,8 @@ def session_options(command: F) -> F:
 
 # A session's `generation` counts the changes of remem's metadata for it (title, archived).
 expected_generation = click.option(
-    "--expected-generation", "expected_generation", type=int, default=None, metavar="N",
+    "--expected-generation", "expected_generation", default=None, metavar="N",
+    type=WholeNumber(0, "a generation, 0 or more, as the last rename, archive or restore printed it"),
     help="Refuse (STALE_GENERATION) unless the session's metadata is still at change N, as the last "
     "rename, archive or restore printed it: another change made meanwhile is not overwritten.",
 )  # fmt: skip
@@ -318,14 +320,18 @@ def _age(epoch_ms: int) -> str:
 @click.option(
     "--at",
     "at_seq",
-    type=int,
+    type=WholeNumber(
+        0,
+        "an event number, 0 or more, as `remem sessions turns ID` shows them (a line number for "
+        "Claude Code and Codex sessions)",
+    ),
     default=None,
     help="Branch after the turn holding this event number (a line number, for Claude Code and Codex "
     "sessions), as `sessions turns` shows them; instead of --turn.",
 )
 @click.option(
     "--turn",
-    type=click.IntRange(min=1),
+    type=WholeNumber(1, "a turn number, 1 or more, as `remem sessions turns ID` numbers them"),
     default=None,
     help="Branch after this turn (as `sessions turns` numbers them); instead of --at.",
 )
