@@ -102,9 +102,13 @@ class Home:
         tightened to user-only, never loosened. A symbolic link at any of them, or at a folder or
         file remem makes in them (`ENTRIES`), is refused: remem would read and write through it."""
         for folder in self._layout:
-            self._make_folder(folder)
+            self._make_folder(folder, used_by_all=folder != self.reviews)
         for entry in self._entries:  # a parent before its children: the last part is enough
-            if entry.is_symlink():
+            try:
+                linked = entry.is_symlink()
+            except PermissionError:  # in the receipts' folder closed to its user: said where used
+                continue
+            if linked:
                 raise HomeUnusable(linked_message(entry, self.root))
         _tighten(self.settings_file)
         return self
@@ -207,7 +211,11 @@ class Home:
             f"remem's home {self.root} cannot be used: {path} is {kind}, where remem keeps a file; remove it"
         )
 
-    def _make_folder(self, folder: Path) -> None:
+    def _make_folder(self, folder: Path, *, used_by_all: bool = True) -> None:
+        """Make `folder` 0700 (or tighten it), refused when a link or no folder stands there, and,
+        when every command reads or writes in it (`used_by_all`), when this user may not. The
+        review receipts' folder is used by consolidation's commands alone, which say it closed
+        as they meet it: every other command (a session listing) works on (decision 0529)."""
         try:
             folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
         except OSError as exc:
@@ -222,7 +230,7 @@ class Home:
         # through a link); the home itself may be a link, the user's choice.
         if not ours and folder != self.root and folder.is_symlink():
             raise HomeUnusable(linked_message(folder, self.root, "folder"))
-        refused = self._refusal(folder)
+        refused = self._refusal(folder) if used_by_all else None
         if refused is not None:
             raise HomeUnusable(refused)
 

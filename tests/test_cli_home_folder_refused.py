@@ -9,6 +9,7 @@ started without the capabilities that let root past them.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -18,8 +19,7 @@ import pytest
 
 from remem.daemon.home import Home
 from tests.permissions import as_user, daemon_bound, modes, remem_bound
-
-COMMANDS = [("sessions", "list"), ("memory", "show")]
+from tests.sessions.factory import SessionSpec, build_session, write_session
 
 
 @pytest.fixture(params=[False, True], ids=["no-daemon", "daemon"])
@@ -41,8 +41,15 @@ def refused(home: Home, folder: Path) -> str:
     )
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
-@pytest.mark.parametrize("folder", ["memory", "memory/reviews"])
+@pytest.mark.parametrize(
+    ("command", "folder"),
+    [
+        (("sessions", "list"), "memory"),
+        (("memory", "show"), "memory"),
+        (("memory", "show"), "memory/reviews"),
+    ],
+    ids=["sessions list-memory", "memory show-memory", "memory show-memory/reviews"],
+)
 def test_a_folder_of_the_home_closed_to_its_user_is_said_neither_readable_nor_writable(
     home: Home, daemon: bool, command: tuple[str, ...], folder: str
 ) -> None:
@@ -54,3 +61,33 @@ def test_a_folder_of_the_home_closed_to_its_user_is_said_neither_readable_nor_wr
         said = remem_bound(home, *command, daemon=daemon)
 
     assert (said.returncode, said.stderr.splitlines()[-1]) == (2, refused(home, closed)), said
+
+
+def test_a_session_listing_with_the_review_receipts_closed_lists_every_session_and_says_why_once(
+    home: Home, tmp_path: Path, daemon: bool
+) -> None:
+    """The whole listing was refused, exit 2, for a folder only the review states come from: the
+    sessions are listed, and the receipts' folder is said once, as the listing's one error
+    (decision 0529)."""
+    root = tmp_path / "dsh-sessions"
+    home.settings_file.write_text(f"sessions:\n  roots:\n    - {str(root)!r}\n")
+    draft = build_session(SessionSpec(seed=1, turns=2, cwd=str(tmp_path)))
+    write_session(root, draft)
+    reviews = home.root / "memory" / "reviews"
+    with modes((reviews, 0)):
+        listing = [sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(reviews)]
+        if as_user(listing, {**os.environ}).returncode == 0:
+            pytest.skip("run as root, whose processes read past permissions still")
+        listed = remem_bound(home, "sessions", "list", "--json", daemon=daemon)
+        said = remem_bound(home, "sessions", "list", daemon=daemon)
+
+    assert listed.returncode == 0, listed
+    answer = json.loads(listed.stdout)
+    assert [row["id"] for row in answer["sessions"]] == [draft.header.id], answer
+    unknown = (
+        "the review receipts cannot be read, so no session's review state is shown: remem's home "
+        f"{home.root} cannot be used: {reviews} cannot be read (Permission denied); let your user "
+        "read it, or choose another home with --home or $REMEM_HOME"
+    )
+    assert answer["errors"] == [{"path": str(reviews), "message": unknown}]
+    assert (said.returncode, said.stderr) == (0, f"error: {reviews}: {unknown}\n"), said

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from ..agent_updates.audit import AuditTrail
 from ..consolidation.settle import pending
-from ..home import Home
+from ..home import Home, HomeUnusable
 from ..protocol.api import InProcessTransport
 from ..protocol.rpc import Method, Params, Result
 from ..sessions.memo import ListingMemo
@@ -72,23 +72,38 @@ class Services:
         for part in parts:
             served = part.handlers()
             assert table.keys().isdisjoint(served), "a method is served by one part"
-            table |= served
-        return {method: self._settled_first(handler) for method, handler in table.items()}
+            reads_memory = part is not self.sessions
+            table |= {method: self._settled_first(h, reads_memory) for method, h in served.items()}
+        return table
 
-    def _settled_first(self, handler: Handler) -> Handler:
+    def _settled_first(self, handler: Handler, reads_memory: bool) -> Handler:
         async def handle(params: Any) -> BaseModel:
-            if pending(self.home):
+            if self._pending(reads_memory):
                 await self.consolidation.settle()
             return await handler(params)
 
         return handle
+
+    def _pending(self, reads_memory: bool) -> bool:
+        """Whether a crash left a review committing. Where its marks cannot be read (the review
+        receipts' folder closed to this user), what reads memory is refused, as it might read
+        half a review; what reads only sessions goes on, and says the folder itself
+        (decision 0529)."""
+        try:
+            return bool(pending(self.home))
+        except HomeUnusable:
+            if reads_memory:
+                raise
+            return False
 
     async def settle(self) -> None:
         """Finish what a crash left half done, before anything is read; where memory is watched
         (the daemon, an MCP server run without it), record what the history missed while no
         process watched: a state found later would be told as a hand edit made under watch."""
         await self.agents.settle()
-        await self.consolidation.settle()
+        # Marks this user may not read are said by each request they stop, not here too.
+        if self._pending(reads_memory=False):
+            await self.consolidation.settle()
         if self.memory.cache is not None:
             await self.memory.reconcile_history()
 

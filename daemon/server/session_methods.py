@@ -51,7 +51,7 @@ from ..protocol.rpc import (
     TurnsResult,
     WorkspaceParams,
 )
-from ..protocol.sessions import Listing
+from ..protocol.sessions import ListError, Listing
 from ..safe_open import reason
 from ..sessions.catalog import Entry, Progress, SessionCatalog, SessionNotFound, lineage_items
 from ..sessions.errors import OperationError
@@ -132,7 +132,9 @@ class SessionMethods:
     ) -> Listing:
         """`found` with each session's review state (and the digest it was judged by); the same
         object again while neither the catalog's listing nor any receipt changed."""
-        receipts = self._receipts.all()  # parsed once per receipt file version: same objects
+        receipts, closed = self._receipts_read()  # parsed once per receipt file version: same objects
+        if closed is not None:  # read again at the next listing, once its folder may be opened
+            return found.model_copy(update={"errors": [*found.errors, closed]})
         known = self._reviewed.get(cwd)
         if known is not None and known[0] is found and _same_objects(known[1], receipts):
             self._reviewed.move_to_end(cwd)
@@ -152,12 +154,23 @@ class SessionMethods:
             self._reviewed.popitem(last=False)
         return answer
 
+    def _receipts_read(self) -> tuple[list[Receipt], ListError | None]:
+        """Every receipt, or none and why, when their folder is closed to this user: a listing
+        still lists every session, its review states unknown and said so once, as an error of
+        the listing naming the folder and the fix, never refused whole (decision 0529)."""
+        try:
+            return self._receipts.all(), None
+        except HomeUnusable as exc:
+            unknown = f"the review receipts cannot be read, so no session's review state is shown: {exc}"
+            return [], ListError(path=str(self.home.reviews), message=unknown)
+
     async def tree(self, params: WorkspaceParams) -> TreeResult:
         progress = self._progress(params.cwd)
 
         def build(catalog: SessionCatalog) -> TreeResult:
             entries, errors = catalog.entries(params.cwd, progress)
-            receipts = self._receipts.all()
+            receipts, closed = self._receipts_read()
+            errors += [closed] if closed is not None else []
             states = review_states(receipts, self._digests(catalog, entries, receipts))
             nodes = build_tree(lineage_items(entries)).flat()
             return TreeResult(
