@@ -6,6 +6,8 @@ Planning is pure: given the current files and a batch it validates, canonicalise
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 
 from pydantic import BaseModel, TypeAdapter
@@ -20,6 +22,10 @@ from .revision import global_revision, workspace_revision
 from .validation import validate_global, validate_workspace
 
 CHANGES = TypeAdapter(list[Change])
+# Markup that says nothing of the user: an HTML comment (one never closed hides the rest, as in
+# CommonMark) and a line that is only an ATX heading (`# Global`, a bare `##`).
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
 _SHOWN_NAME_CHARS = 60  # of a name a change sent, quoted back in a problem (it may be 252 long)
 
 
@@ -96,9 +102,17 @@ def plan_global(current: bytes, content: str) -> GlobalPlan:
 
 def _erases(current: bytes, canonical: str) -> bool:
     """Whether `canonical` leaves Global blank while its `current` bytes hold text, both judged
-    as the store's text: canonical (no BOM), any Unicode space blank, a byte not UTF-8 text."""
+    as the store's text (canonical: no BOM; a byte not UTF-8 is text) by `blank`."""
     held = canonical_bytes(current).decode("utf-8", errors="replace")
-    return bool(held.strip()) and not canonical.strip()
+    return not blank(held) and blank(canonical)
+
+
+def blank(text: str) -> bool:
+    """Whether `text` tells an agent nothing: once its format characters (zero-width space, word
+    joiner, BOM: Unicode's Cf), HTML comments and heading-only lines are taken out, only
+    whitespace (any Unicode space) is left (decisions 0447, 0455)."""
+    shown = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return not _HEADING_LINE.sub("", _COMMENT.sub("", shown)).strip()
 
 
 def plan_workspace(current: dict[str, bytes], changes: list[PutChange | DeleteChange]) -> WorkspacePlan:

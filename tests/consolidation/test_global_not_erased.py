@@ -42,7 +42,11 @@ def global_memory(home: Home) -> MemoryStore:
     return store
 
 
-@pytest.mark.parametrize("empty", ["", "\n\n  \n", "\ufeff", "\ufeff\u3000\n"])  # a BOM is no text
+# A BOM is no text, nor are the other format characters, an HTML comment or a bare heading.
+@pytest.mark.parametrize(
+    "empty",
+    ["", "\n\n  \n", "\ufeff", "\ufeff\u3000\n", "\u200b", "# Global\n", "## Me\n<!-- \u2060 -->\n<!--"],
+)
 def test_a_model_that_keeps_erasing_global_ends_invalid_proposal_and_global_stays(
     home: Home,
     fake: FakeOpenAI,
@@ -53,7 +57,7 @@ def test_a_model_that_keeps_erasing_global_ends_invalid_proposal_and_global_stay
 ) -> None:
     fake.reply_always(lambda body: tool_call(_replace_global(source, empty)))
     result = _consolidate(home, source, monkeypatch)
-    assert result["status"] == "invalid-proposal" and ERASED in (result["reason"] or "")
+    assert result["status"] == "invalid-proposal" and ERASED in (result["reason"] or ""), result
     assert fake.count == MAX_STEPS and global_memory.read_global().content == KEPT
     receipt = ReceiptStore(home).read(result["review"])
     assert receipt is not None and receipt.changes == [] and ERASED in (receipt.attempts[-1].error or "")

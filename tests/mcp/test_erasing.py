@@ -9,6 +9,7 @@ import pytest
 
 from remem.daemon.agent_updates.audit import AuditTrail
 from remem.daemon.home import Home
+from remem.daemon.memory.canonical import canonicalize
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from tests.daemon.helpers import remem
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.asyncio
 KEPT = "Answer tersely.\nPrefer uv over pip.\n"
 
 
-@pytest.mark.parametrize("blank", ["", "  \n\n\t\n", "\ufeff"])  # a BOM is no text either
+# A BOM is no text either, nor a zero-width space, an HTML comment or a bare heading.
+@pytest.mark.parametrize("blank", ["", "  \n\n\t\n", "\ufeff", "\u200b\n", "# Global\n<!-- none yet -->\n"])
 async def test_an_agent_never_erases_all_of_global(
     home: Home, store: MemoryStore, project: Path, tmp_path: Path, blank: str
 ) -> None:
@@ -52,7 +54,7 @@ async def test_an_agent_never_erases_all_of_global(
         str(empty),
     )
     assert emptied.returncode == 0, emptied.stderr
-    assert not store.read_global().content.strip()
+    assert store.read_global().content == canonicalize(blank)
     async with agent(home, project) as session:
         await session.context()
         again = await session.update({"action": "replace-global", "content": blank})
