@@ -44,7 +44,7 @@ from remem.daemon.settings import SettingsError, SettingsStore
 from remem.daemon.validation import one_line
 
 from .context_watch import ContextWatch
-from .limits import UpdateBudget
+from .limits import UpdateBudget, call_seconds
 from .link import MemoryLink, open_link
 from .session import AgentSession, Refusal
 from .tools import (
@@ -374,7 +374,7 @@ def _start_folder() -> str | None:
 
 
 async def _serve(link: MemoryLink, workspace: SessionWorkspace, watch: ContextWatch) -> None:
-    server = build_server(AgentSession(link, UpdateBudget(), watch), workspace)
+    server = build_server(AgentSession(link, UpdateBudget(), watch, call_seconds()), workspace)
     # fd 0 is claimed as `stdio_server` claims it when it opens stdin itself: handlers and children
     # read the null device, never the client's lines.
     stdin, release = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
@@ -461,8 +461,9 @@ def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> types.JSONRPCError:
 
 
 # How long requests still being served may take to be answered once the client closed its input:
-# a tool call's own waits (a lock, the daemon, a client's roots) end well inside it, and a harness
-# that closed stdin to shut the server down waits for it to exit (or ends it) anyway.
+# a tool call's own waits (memory's are cut at `call_seconds`, a client's roots at 5 s) end well
+# inside it, and a harness that closed stdin to shut the server down waits for it to exit (or
+# ends it) anyway.
 INPUT_CLOSED_DRAIN_SECONDS = 30.0
 
 

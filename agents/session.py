@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from pydantic import ValidationError
 
 from remem.daemon.client import DaemonUnavailable
@@ -35,6 +36,7 @@ from remem.daemon.protocol.rpc import (
     HOME_UNUSABLE,
     INVALID_CHANGES,
     MEMORY_INVALID,
+    SCOPE_BUSY,
     UNWRITABLE,
     AgentChange,
     AgentContextParams,
@@ -53,7 +55,7 @@ from remem.daemon.protocol.rpc import (
 from remem.daemon.validation import one_line
 
 from .context_watch import ContextWatch
-from .limits import MAX_UPDATE_BYTES, UpdateBudget
+from .limits import CALL_SECONDS, MAX_UPDATE_BYTES, UpdateBudget
 from .link import MemoryLink
 from .tools import UPDATE, UpdateArguments, argument_problems
 from .tools import shown as quoted
@@ -110,6 +112,19 @@ DAEMON_UNAVAILABLE = (
     "sees why with `remem daemon status`). If this was memory_update, it may or may not have been "
     "applied: call memory_context before trying again."
 )
+# The call was let go of, not refused: the daemon may still do it (a commit included).
+NO_ANSWER = (
+    "remem's memory service did not answer within {seconds:g} s: its daemon is stopped or stuck "
+    "(the user sees which with `remem daemon status`, and ends it with `remem daemon stop`). If "
+    "this was memory_update, it may or may not have been applied: call memory_context to re-read "
+    "memory before trying again."
+)
+# The daemon's message names the lock file's path: for the user (logged).
+SCOPE_HELD = (
+    "Another remem process is holding this memory for writing and has not let go (it is stopped "
+    "or stuck; the user sees which in this MCP server's log). Nothing was written. Try again in a "
+    "minute; if it is still held, ask the user to end that process."
+)
 _SCOPE_TITLES = {"global": "Global", "workspace": "This project's"}
 log = logging.getLogger("remem.agents")
 
@@ -136,10 +151,16 @@ class Refusal(Exception):
 
 class AgentSession:
     def __init__(
-        self, link: MemoryLink, budget: UpdateBudget | None = None, watch: ContextWatch | None = None
+        self,
+        link: MemoryLink,
+        budget: UpdateBudget | None = None,
+        watch: ContextWatch | None = None,
+        deadline: float = CALL_SECONDS,
     ) -> None:
-        """`watch` None: every memory_context asks the daemon."""
+        """`watch` None: every memory_context asks the daemon; `deadline`: the seconds a call
+        waits for memory before the agent is told it got no answer."""
         self.id = secrets.token_hex(8)
+        self.deadline = deadline
         self.api = DaemonApi(link)
         self.budget = budget or UpdateBudget()
         self._watch = watch or ContextWatch(None)
@@ -264,7 +285,11 @@ class AgentSession:
         """`answer`, or the Refusal that tells the agent what to do; `otherwise` is what it is told
         of a refusal it cannot act on (logged, for the user)."""
         try:
-            return await answer
+            with anyio.fail_after(self.deadline):
+                return await answer
+        except TimeoutError:
+            log.warning("memory did not answer within %g s; the call was let go of", self.deadline)
+            raise Refusal(NO_ANSWER.format(seconds=self.deadline), uncertain=True) from None
         except DaemonUnavailable as exc:
             log.warning("the remem daemon is unavailable: %s", exc)
             raise Refusal(DAEMON_UNAVAILABLE, uncertain=True) from None
@@ -276,6 +301,9 @@ class AgentSession:
             if exc.code == UNWRITABLE:
                 log.warning("%s", exc.message)
                 raise Refusal(DISK_REFUSED) from None
+            if exc.code == SCOPE_BUSY:
+                log.warning("%s", exc.message)
+                raise Refusal(SCOPE_HELD) from None
             if _names_a_file_on_disk(exc):
                 # The file may have changed where no watch sees (through a hard link): the
                 # context the agent is to reload says what the daemon found, not what is held.

@@ -16,12 +16,13 @@ import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from ..consolidation.proposal import content_hash
 from ..faults import faultpoint
 from ..fsutil import Unwritable
-from ..locks import file_lock
+from ..locks import bounded_file_lock, file_lock
 from ..memory.batch import GlobalPlan, InvalidChanges, Problem, WorkspacePlan, erasing_global
 from ..memory.context import render_agent_context
 from ..memory.diagnostics import TextPositions
@@ -66,10 +67,24 @@ from .audit import (
 
 log = logging.getLogger("remem.daemon")
 RENDERED_CONTEXTS = 16
+# A scope's lock is held for one commit's work (well under a second); held longer, its holder is
+# stopped or stuck (a `--no-daemon` writer suspended with Ctrl-Z). The wait ends well inside an
+# MCP tool call's deadline (agents/limits.py), so the agent hears why rather than nothing.
+LOCK_WAIT_SECONDS = 5.0
 ERASES_GLOBAL = (
     f"{erasing_global('an agent')}. If the user wants Global memory empty, tell them to empty it "
     "themselves (`remem memory replace-global` with an empty file, or an edit of GLOBAL.md)"
 )
+
+
+class ScopeBusy(Exception):
+    """Another process held the scope's agent lock for `LOCK_WAIT_SECONDS`: nothing was written."""
+
+    def __init__(self, lock: Path) -> None:
+        super().__init__(
+            f"another remem process has held {lock} for over {LOCK_WAIT_SECONDS:.0f} s (it is "
+            "stopped or stuck): nothing was written; end that process, then try again"
+        )
 
 
 @dataclass(frozen=True)
@@ -206,50 +221,60 @@ class AgentUpdates:
         return AgentRecordResult(record=next((r for r in snapshot.records if r.name == name), None))
 
     def update(self, update: ScopedUpdate, agent: AgentIdentity) -> AgentUpdateResult:
-        """Commit `update` if its scope is still at the observed revision, with its audit entry."""
-        with file_lock(self.trail.lock_path(update.scope)):
-            self._settle(update.scope)
-            try:
-                plan = update.plan(self.store)
-            except InvalidChanges as exc:
-                if any(problem.change is None and problem.file for problem in exc.problems):
-                    # A file on disk is invalid: the context the agent is to reload says so.
-                    self.cache.disk_shows(update.key, None)
-                raise
-            if plan.before != update.observed:
-                return self._stale(update, plan.before)
-            if not plan.changed:
-                return update.result("no-change", plan.before)
-            entry = AuditEntry(
-                id=new_entry_id(),
-                status=AuditStatus.COMMITTING,
-                agent=AuditAgent(session=agent.session, client=agent.client),
-                scope="global" if update.workspace is None else "workspace",
-                workspace=update.key,
-                revisions=ScopeRevisions(before=plan.before, planned=plan.after),
-                changes=update.summaries(),
-                createdAt=now(),
-            )
-            self.trail.begin(entry)  # Unwritable: refused before anything changed, no intent left
-            try:
-                committed = update.commit(self.store, entry.agent.actor())
-            except BaseException as failure:
-                # The scope tells whether the failed commit landed; the commit's own error is
-                # what the caller is told, never one of settling its entry.
-                self._settle_after(update.scope, refused=isinstance(failure, Unwritable))
-                raise
-            faultpoint("agents.update.after-commit")
-            landed = committed.status == "committed"
-            status = AuditStatus.COMMITTED if landed else AuditStatus.CONFLICT
-            try:
-                self.trail.finish(entry.ended(status, committed.revision))
-            except Unwritable as exc:
-                # The commit is done (or, a conflict, wrote nothing): that is the answer. A landed
-                # commit's intent stays, settled as after a crash (by the revision then); a conflict's goes.
-                self._unfinished(update.scope, exc, landed=landed)
-            if not landed:
-                return self._stale(update, committed.revision)
-            return update.result("committed", committed.revision, _changed(plan))
+        """Commit `update` if its scope is still at the observed revision, with its audit entry;
+        ScopeBusy when another process holds the scope's lock past `LOCK_WAIT_SECONDS`."""
+        lock = self.trail.lock_path(update.scope)
+        held = bounded_file_lock(lock, within=LOCK_WAIT_SECONDS)
+        if held is None:
+            raise ScopeBusy(lock)
+        try:
+            return self._update_locked(update, agent)
+        finally:
+            held.release()
+
+    def _update_locked(self, update: ScopedUpdate, agent: AgentIdentity) -> AgentUpdateResult:
+        self._settle(update.scope)
+        try:
+            plan = update.plan(self.store)
+        except InvalidChanges as exc:
+            if any(problem.change is None and problem.file for problem in exc.problems):
+                # A file on disk is invalid: the context the agent is to reload says so.
+                self.cache.disk_shows(update.key, None)
+            raise
+        if plan.before != update.observed:
+            return self._stale(update, plan.before)
+        if not plan.changed:
+            return update.result("no-change", plan.before)
+        entry = AuditEntry(
+            id=new_entry_id(),
+            status=AuditStatus.COMMITTING,
+            agent=AuditAgent(session=agent.session, client=agent.client),
+            scope="global" if update.workspace is None else "workspace",
+            workspace=update.key,
+            revisions=ScopeRevisions(before=plan.before, planned=plan.after),
+            changes=update.summaries(),
+            createdAt=now(),
+        )
+        self.trail.begin(entry)  # Unwritable: refused before anything changed, no intent left
+        try:
+            committed = update.commit(self.store, entry.agent.actor())
+        except BaseException as failure:
+            # The scope tells whether the failed commit landed; the commit's own error is
+            # what the caller is told, never one of settling its entry.
+            self._settle_after(update.scope, refused=isinstance(failure, Unwritable))
+            raise
+        faultpoint("agents.update.after-commit")
+        landed = committed.status == "committed"
+        status = AuditStatus.COMMITTED if landed else AuditStatus.CONFLICT
+        try:
+            self.trail.finish(entry.ended(status, committed.revision))
+        except Unwritable as exc:
+            # The commit is done (or, a conflict, wrote nothing): that is the answer. A landed
+            # commit's intent stays, settled as after a crash (by the revision then); a conflict's goes.
+            self._unfinished(update.scope, exc, landed=landed)
+        if not landed:
+            return self._stale(update, committed.revision)
+        return update.result("committed", committed.revision, _changed(plan))
 
     def _stale(self, update: ScopedUpdate, revision: str) -> AgentUpdateResult:
         """The refusal of an update whose scope is at `revision` on disk. The agent is told to

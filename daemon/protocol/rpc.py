@@ -75,7 +75,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 #     (`displayTitle`), which its file may give it where remem's `title` is null.
 # 38: hello says whether the daemon logs to the home's log (`logsToFile`): a client names that
 #     file, or the standard error of `remem daemon run`, as where a bug's traceback went (0527).
-PROTOCOL_VERSION = 38
+# 39: agents/update is refused SCOPE_BUSY when another process holds its scope's lock too long.
+PROTOCOL_VERSION = 39
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -701,6 +702,9 @@ HOME_UNUSABLE = -32016
 # permission) before anything was published: nothing changed, and the message names the folder,
 # the error and what to do. data: {"path": the folder, "errno": "ENOSPC" | "EROFS" | ...}.
 UNWRITABLE = -32017
+# agents/update waited for its scope's lock, which another process (stopped or stuck) kept: nothing
+# was written; the message names the lock file.
+SCOPE_BUSY = -32018
 
 
 class RpcError(Exception):

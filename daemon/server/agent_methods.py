@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..agent_updates.service import AgentUpdates, scoped
+from ..agent_updates.service import AgentUpdates, ScopeBusy, scoped
 from ..fsutil import Unwritable
 from ..memory.batch import InvalidChanges
 from ..memory.identity import WorkspaceId, is_workspace_key
@@ -27,6 +27,7 @@ from ..protocol import rpc
 from ..protocol.rpc import (
     INVALID_CHANGES,
     MEMORY_INVALID,
+    SCOPE_BUSY,
     AgentContextParams,
     AgentContextResult,
     AgentIndexResult,
@@ -105,6 +106,8 @@ class AgentMethods:
             raise _refusal(exc) from None
         except Unwritable as exc:  # as the dispatcher says it: an MCP server without the daemon too
             raise unwritable(exc) from None
+        except ScopeBusy as exc:
+            raise RpcError(SCOPE_BUSY, str(exc)) from None
 
     async def settle(self) -> None:
         """Settle every scope whose intent a crashed writer left (before memory is served)."""

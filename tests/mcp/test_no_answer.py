@@ -1,0 +1,81 @@
+"""A call that memory does not answer is answered all the same: a stopped daemon held the agent's
+tool call until its harness gave up (Claude Code waits for hours), and so did a scope's lock that
+another process kept."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from remem.agents.limits import CALL_SECONDS_ENV
+from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.server.runtime import DaemonPaths
+
+from .conftest import agent, put, text_of
+
+pytestmark = pytest.mark.asyncio
+MODES = pytest.mark.parametrize("options", [(), ("--no-daemon",)], ids=["daemon", "no-daemon"])
+
+
+@contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+@contextmanager
+def held(lock: Path) -> Iterator[None]:
+    """`lock` held by another open file, as another process holds it."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+async def test_a_stopped_daemon_is_said_within_the_deadline_with_the_write_uncertain(
+    home: Home, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CALL_SECONDS_ENV, "2")
+    async with agent(home, project) as session:
+        await session.context()
+        status = DaemonPaths(home, layout=False).read_status()
+        assert status is not None, "the context started the daemon"
+        with stopped(status.pid):
+            result = await session.update(put("one"))
+    assert result.is_error
+    message = text_of(result)
+    assert message.startswith("remem's memory service did not answer within 2 s") and (
+        "may or may not have been applied: call memory_context to re-read memory" in message
+    ), message
+
+
+@MODES
+async def test_a_lock_another_process_keeps_is_said_and_nothing_is_written(
+    home: Home, project: Path, workspace: WorkspaceId, options: tuple[str, ...]
+) -> None:
+    async with agent(home, project, options=options) as session:
+        await session.context()
+        with held(home.locks / f"agent-ws-{workspace.key}.lock"):
+            refused = await session.update(put("one"))
+        assert refused.is_error
+        message = text_of(refused)
+        assert message.startswith("Another remem process is holding this memory") and (
+            "Nothing was written" in message
+        ), message
+        assert workspace.key not in message and str(home.root) not in message, message
+        assert not (home.workspaces / workspace.key / "one.md").exists()
+        committed = await session.update(put("one"))  # nothing was written: the same change goes
+    assert not committed.is_error, text_of(committed)
