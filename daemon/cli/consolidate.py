@@ -19,6 +19,7 @@ import click
 
 from ..consolidation.receipts import FAILED, SUCCEEDED, now
 from ..protocol.consolidation import Receipt, Status
+from ..protocol.memory import HistoryEntry
 from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     NO_API_KEY,
@@ -36,7 +37,7 @@ from ..protocol.rpc import (
 from ..validation import one_line
 from .arguments import NON_EMPTY
 from .backend import Backend
-from .memory import project_of
+from .memory import project_of, unanswered
 from .output import (
     EXIT_CONFLICT,
     EXIT_INTERRUPTED,
@@ -167,8 +168,12 @@ def _history_said(receipt: Receipt, logs: _Logs) -> list[str]:
     for scope, workspace, entry in said:
         log, newest = logs.of(workspace)
         revert = f"remem memory revert --before {entry[:12]}"
+        undone = None if newest in (None, entry) else logs.undone_by(workspace, entry)
         if newest == entry:
             undo.append(revert)
+        elif undone is not None:  # its revert would change nothing, or take back only later changes
+            since = "" if undone == newest else ", and changed after that"
+            lines.append(f"{scope.capitalize()} memory: undone by {undone[:12]}{since} (`{log}` lists how)")
         elif newest is None:  # the log cannot be read now, or lacks a change: what came after it goes unknown
             lines.append(
                 f"{scope.capitalize()} memory: `{revert}` undoes it and any change made there after it "
@@ -214,6 +219,7 @@ class _Logs:
 
     backend: Backend
     read: dict[str | None, tuple[str, str | None]] = field(default_factory=dict)
+    every: dict[str | None, list[HistoryEntry] | None] = field(default_factory=dict)  # whole logs
 
     def of(self, workspace: str | None) -> tuple[str, str | None]:
         """The `memory log` that lists the memory of `workspace` (None: Global), and its newest
@@ -230,21 +236,39 @@ class _Logs:
                 self.read[workspace] = (log, self._newest(project))
         return self.read[workspace]
 
-    def _newest(self, cwd: str | None) -> str | None:
-        """The memory's newest entry; None when the log cannot be read (the daemon gone, a
-        refusal), or when its history could not record the memory as it is now (`problem`: a
-        full disk, say): a change on disk it lacks would go with `revert --before`, unsaid."""
-        from ..client import DaemonUnavailable
-        from ..home import HomeUnusable
-        from ..locks import LockUnusable
+    def undone_by(self, workspace: str | None, entry: str) -> str | None:
+        """The entry after `entry` that put its memory back as it was before it, none since having
+        put `entry`'s changes back (a revert of that revert); None when there is none, or the log
+        cannot be read. Judged by revision, so a hand edit that undid it counts as a revert does."""
+        if workspace not in self.every:
+            project = None if workspace is None else project_of(self.backend, workspace)
+            known = workspace is None or project is not None
+            self.every[workspace] = self._entries(project, None) if known else None
+        entries = self.every[workspace] or []
+        at = next((n for n, e in enumerate(entries) if e.id == entry), None)
+        if at is None:
+            return None
+        made = entries[at]
+        for later in entries[:at]:  # newest first: the latest of the two states decides
+            if later.after in (made.before, made.after):
+                return later.id if later.after == made.before else None
+        return None
 
+    def _newest(self, cwd: str | None) -> str | None:
+        newest = self._entries(cwd, 1)
+        return newest[0].id if newest else None
+
+    def _entries(self, cwd: str | None, limit: int | None) -> list[HistoryEntry] | None:
+        """The memory's newest `limit` entries (None: all), newest first; None when the log cannot
+        be read (the daemon gone, a refusal), or when its history could not record the memory as
+        it is now (`problem`: a full disk, say): a change on disk it lacks would go with `revert
+        --before`, unsaid."""
         try:
             api = self.backend.api(start=False)
-            read = api.memory_log(HistoryLogParams(cwd=cwd, limit=1, stat=False))
-        # Run in this process, an unusable home or lock is raised as it is, not as an RpcError.
-        except (RpcError, DaemonUnavailable, HomeUnusable, LockUnusable):
+            read = api.memory_log(HistoryLogParams(cwd=cwd, limit=limit, stat=False))
+        except unanswered():
             return None
-        return None if read.problem is not None or not read.entries else read.entries[0].id
+        return None if read.problem is not None else read.entries
 
 
 def _receipt_and_turns(backend: Backend, review: str) -> tuple[Receipt, list[TurnRow]] | None:

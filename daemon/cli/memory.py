@@ -378,6 +378,17 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, before: 
 SHOWN_LATER = 5  # later changes a revert names one by one; the rest are counted
 
 
+def unanswered() -> tuple[type[Exception], ...]:
+    """What a request after a committed revert meets when it cannot be answered: the daemon gone,
+    or a refusal (an answer too large, the daemon's bug); run in this process, an unusable home
+    or lock is raised as it is, not as an RpcError. Imported only when one is raised."""
+    from ..client import DaemonUnavailable
+    from ..home import HomeUnusable
+    from ..locks import LockUnusable
+
+    return (RpcError, DaemonUnavailable, HomeUnusable, LockUnusable)
+
+
 def _after_revert(backend: Backend, entry: str, before: bool, made: HistoryDiffResult) -> list[str]:
     """What a committed revert says after its own change (decision 0510): the changes after
     ENTRY it took back too, and how to take it back, or why a revert cannot."""
@@ -388,7 +399,7 @@ def _after_revert(backend: Backend, entry: str, before: bool, made: HistoryDiffR
         held: HistoryShowResult | None = backend.api(start=False).memory_show_at(
             HistoryEntryParams(entry=take_back)
         )
-    except Exception:
+    except unanswered():
         held = None
     return [*_later_changes(backend, entry, before, made, take_back, held), _take_back(take_back, held, made)]
 
@@ -409,7 +420,7 @@ def _later_changes(
     lead = f"it took back {entry[:12]} and" if before else "it took back"
     try:
         later = None if held is None else _entries_after(backend, named, made.toEntry, held.entry.workspace)
-    except Exception:  # the log could not be read: said without it
+    except unanswered():  # the log could not be read: said without it
         later = None
     if later is None:
         if before:
@@ -625,12 +636,13 @@ def _its_change(
 ) -> HistoryDiffResult | None:
     """None when it cannot be asked: the revert stands and exits 0, only what it changed goes
     unsaid (decision 0443). Its request (`Backend.api(start=False)`) raises what went wrong —
-    the daemon gone, an answer too large, a bug — and says nothing itself."""
+    the daemon gone, an answer too large or a refusal, the daemon's bug too — and says nothing
+    itself; a bug of this process is one, said as such."""
     if change is None or result.history is None:
         return None
     try:
         return change(result.history)
-    except Exception:  # whatever it was, the committed revert is what is said
+    except unanswered():
         return None
 
 

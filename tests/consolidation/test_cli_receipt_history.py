@@ -37,12 +37,13 @@ def test_a_committed_review_says_its_history_and_how_to_undo_it(
         assert remem(home, "memory", "revert", "--before", entry).returncode == 0
     again = remem(home, "consolidate", source.id)
 
+    # Undone, it was offered `revert --before` again, which changed nothing (no-change).
     assert again.returncode == 0 and fake.count == 1, again.stderr
+    store, key = MemoryStore(home), WorkspaceId.from_cwd(source.cwd)
+    reverts = [store.history.log(scope)[0].id[:12] for scope in (key.key, None)]
     moved = [
-        f"Workspace memory changed after it (`remem memory log --cwd {source.cwd}` lists how): "
-        f"`remem memory revert --before {workspace}` would take those changes back too",
-        "Global memory changed after it (`remem memory log --global` lists how): "
-        f"`remem memory revert --before {glob}` would take those changes back too",
+        f"Workspace memory: undone by {reverts[0]} (`remem memory log --cwd {source.cwd}` lists how)",
+        f"Global memory: undone by {reverts[1]} (`remem memory log --global` lists how)",
     ]
     assert again.stdout.splitlines()[-4:] == [
         history,
@@ -55,6 +56,15 @@ def test_a_committed_review_says_its_history_and_how_to_undo_it(
     assert (
         listed.returncode == 0 and "".join(f"\n    {line}" for line in [history, *moved]) in listed.stdout
     ), listed.stdout
+
+    # Changed again after the undo: `revert --before` would take back only that change.
+    store.commit_workspace(key, store.read_workspace(key).revision, [user_put("user-a")])
+    listed = remem(home, "receipts")
+    changed = (
+        f"    Workspace memory: undone by {reverts[0]}, and changed after that "
+        f"(`remem memory log --cwd {source.cwd}` lists how)"
+    )
+    assert listed.returncode == 0 and changed in listed.stdout.splitlines(), listed.stdout
 
 
 def test_a_review_followed_by_other_changes_is_not_offered_an_undo_that_takes_them_too(
