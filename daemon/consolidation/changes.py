@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from ..home import Home
 from ..memory.record import GLOBAL_FILE
+from ..memory.revision import empty_revision
 from ..protocol.consolidation import EvidenceRange, Receipt
 from ..protocol.rpc import TurnRow
 
@@ -45,14 +46,19 @@ class ChangedRecord(BaseModel):
 
 
 def changed_records(home: Home, receipt: Receipt) -> list[ChangedRecord]:
-    """Each change of `receipt`, a put named Added or Changed as its history entry says."""
+    """Each change of `receipt`, a put named Added or Changed as its history entry says, Global
+    Added when it was empty before the review, else Rewrote."""
     link = receipt.history
     records = []
     for change in receipt.changes:
         name, kind = change.name or "", change.type
         if change.action == "replace-global":
+            # As `memory log` names it: a Global that held nothing is added, not rewritten.
+            empty = receipt.target.globalRevisions.before == empty_revision(None)
             path = str(home.global_file)
-            records.append(ChangedRecord(verb="Rewrote", name=GLOBAL_FILE, type=None, path=path))
+            records.append(
+                ChangedRecord(verb="Added" if empty else "Rewrote", name=GLOBAL_FILE, type=None, path=path)
+            )
         elif change.action == "delete":
             records.append(ChangedRecord(verb="Removed", name=name, type=kind, path=None))
         else:

@@ -4,6 +4,8 @@ earlier review's, whose memory has moved since (decision 0510)."""
 
 from __future__ import annotations
 
+import pytest
+
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
@@ -125,3 +127,23 @@ def test_a_change_the_history_could_not_record_is_not_offered_as_undone_by_the_r
         f"    Workspace memory: `remem memory revert --before {entry}` undoes it and any change made "
         f"there after it (`remem memory log --cwd {source.cwd}` lists them)"
     ), listed.stdout
+
+
+@pytest.mark.parametrize(("held", "verb"), [("", "added"), ("Works in UTC.\n", "rewrote")])
+def test_global_written_where_it_was_empty_is_said_added_as_memory_log_says(
+    home: Home, fake: FakeOpenAI, source: Source, held: str, verb: str
+) -> None:
+    """The receipt said `rewrote GLOBAL.md` where `memory log --global` said `added GLOBAL.md`."""
+    store = MemoryStore(home)
+    store.replace_global(store.read_global().revision, held)
+    fake.reply(tool_call(both_scopes(source)))
+
+    done = remem(home, "consolidate", source.id)
+    listed = remem(home, "receipts")
+
+    assert done.returncode == 0 and listed.returncode == 0, done.stderr + listed.stderr
+    for said, indent in ((done.stdout, "  "), (listed.stdout, "    ")):
+        [line] = [line for line in said.splitlines() if "GLOBAL.md" in line]
+        assert line.startswith(f"{indent}{verb} GLOBAL.md ← turn"), said
+    logged = remem(home, "memory", "log", "--global").stdout.splitlines()[0]
+    assert ("added GLOBAL.md" in logged) == (verb == "added"), logged

@@ -304,9 +304,10 @@ function historyEntryOf(outcome: ConsolidationOutcome, change: ChangedRecord): s
   return rewroteGlobal(change) ? link.globalEntry : link.workspaceEntry;
 }
 
-/** A review changes Global memory only by rewriting it whole; records are added, changed, removed. */
+/** A review changes Global memory by writing it whole: Rewrote, or Added when it was empty. No
+ * record is named GLOBAL.md (a record's name has no capitals nor dot). */
 function rewroteGlobal(change: ChangedRecord): boolean {
-  return change.verb === 'Rewrote';
+  return change.name === GLOBAL_FILE;
 }
 
 async function whichChange(ctx: FlowContext, changes: ChangedRecord[]): Promise<ChangedRecord> {

@@ -1317,6 +1317,20 @@ test('a consolidation result names each change; Show Diff opens the chosen recor
   assert.match(h.opened[0], diff);
 });
 
+test('Show Diff of a Global that was empty before the review opens GLOBAL.md of the Global entry', async () => {
+  const added = { verb: 'Added' as const, name: 'GLOBAL.md', type: null, path: '/h/GLOBAL.md' };
+  const outcome = { ...OUTCOME, changed: [OUTCOME.changed[0], added] };
+  const h = new Harness();
+  const made = ENTRY('g'.repeat(40), null, { scope: 'global', workspace: null, actor: { kind: 'consolidation', review: 'r'.repeat(64) } });
+  h.responses['remem/memoryAt'] = { entry: made, files: {} };
+  h.infoAnswers = [flows.SHOW_DIFF];
+  h.picks = [byLabel('Added GLOBAL.md')];
+  await flows.run(() => flows.showConsolidation(h.ctx, outcome));
+  // It was taken for a record: the workspace's entry was asked for, and GLOBAL.md.md opened.
+  assert.deepEqual(h.sent, [['remem/memoryAt', { entry: 'g'.repeat(40) }]]);
+  assert.match(h.opened[0], /remem-history:\/g{40}\/GLOBAL\.md ·/);
+});
+
 test('a consolidation result opens the record or the receipt; a failure warns with the receipt only', async () => {
   const one = { ...OUTCOME, changes: 1, changed: [OUTCOME.changed[0]] };
   const record = new Harness();
