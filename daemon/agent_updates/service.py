@@ -22,12 +22,13 @@ from typing import Literal
 from ..consolidation.proposal import content_hash
 from ..faults import faultpoint
 from ..fsutil import Unwritable
+from ..home import HomeUnusable
 from ..locks import bounded_file_lock, file_lock
 from ..memory.batch import GlobalPlan, InvalidChanges, Problem, WorkspacePlan, erasing_global
-from ..memory.context import render_agent_context
+from ..memory.context import fit_agent_context, render_agent_context
 from ..memory.diagnostics import TextPositions
 from ..memory.identity import WorkspaceId
-from ..memory.record import GLOBAL_FILE, render_record
+from ..memory.record import GLOBAL_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, render_record
 from ..memory.snapshot_cache import SnapshotCache
 from ..memory.store import MemoryInvalid, MemoryStore
 from ..memory.validation import likely_secrets
@@ -71,6 +72,13 @@ RENDERED_CONTEXTS = 16
 # stopped or stuck (a `--no-daemon` writer suspended with Ctrl-Z). The wait ends well inside an
 # MCP tool call's deadline (agents/limits.py), so the agent hears why rather than nothing.
 LOCK_WAIT_SECONDS = 5.0
+# remem/index-budget, as the editor says it of MEMORY.md, in the agent's terms.
+INDEX_FULL = (
+    "this project's memory index is now past what memory_context shows of it ({lines} lines, "
+    "{kib} KiB, less when Global memory is large): it names {count} record(s), from `{first}` on, "
+    "without their descriptions. Merge or delete records that overlap or no longer matter "
+    "[remem/index-budget]"
+)
 ERASES_GLOBAL = (
     f"{erasing_global('an agent')}. If the user wants Global memory empty, tell them to empty it "
     "themselves (`remem memory replace-global` with an empty file, or an edit of GLOBAL.md)"
@@ -128,12 +136,17 @@ class ScopedUpdate:
         return [_summary(change) for change in self.changes]
 
     def result(
-        self, status: Literal["committed", "no-change", "stale"], revision: str, changed: int = 0
+        self,
+        status: Literal["committed", "no-change", "stale"],
+        revision: str,
+        changed: int = 0,
+        left_out: list[str] | None = None,
     ) -> AgentUpdateResult:
-        """The answer; `changed` counts the changes of a commit that changed memory."""
+        """The answer; `changed` counts the changes of a commit that changed memory, `left_out`
+        the records the agent's context leaves out of its index after it."""
         scope: Literal["global", "workspace"] = "global" if self.workspace is None else "workspace"
         count = changed if status == "committed" else 0
-        warnings = self.secret_warnings() if status == "committed" else []
+        warnings = self.secret_warnings() + _index_full(left_out or []) if status == "committed" else []
         return AgentUpdateResult(
             status=status, scope=scope, changes=count, revision=revision, warnings=warnings
         )
@@ -151,6 +164,16 @@ class ScopedUpdate:
             for name, text in written.items()
             for d in likely_secrets(text, TextPositions(text))
         ]
+
+
+def _index_full(left_out: list[str]) -> list[str]:
+    if not left_out:
+        return []
+    return [
+        INDEX_FULL.format(
+            count=len(left_out), first=left_out[0], lines=INDEX_MAX_LINES, kib=INDEX_MAX_BYTES // 1024
+        )
+    ]
 
 
 def _changed(plan: GlobalPlan | WorkspacePlan) -> int:
@@ -274,7 +297,20 @@ class AgentUpdates:
             self._unfinished(update.scope, exc, landed=landed)
         if not landed:
             return self._stale(update, committed.revision)
-        return update.result("committed", committed.revision, _changed(plan))
+        return update.result("committed", committed.revision, _changed(plan), self._left_out(plan))
+
+    def _left_out(self, plan: GlobalPlan | WorkspacePlan) -> list[str]:
+        """The records memory_context leaves out of its index once `plan` is committed; of a
+        workspace's plan only (a replace-global changes no index)."""
+        if not isinstance(plan, WorkspacePlan):
+            return []
+        try:
+            global_content = self.cache.global_snapshot().content
+        except (MemoryInvalid, HomeUnusable, OSError):
+            # The commit landed: that stays the answer. Global unreadable now, the index is held
+            # to its own budget (the context is refused until Global reads again).
+            global_content = ""
+        return fit_agent_context(global_content, plan.records)[1]
 
     def _stale(self, update: ScopedUpdate, revision: str) -> AgentUpdateResult:
         """The refusal of an update whose scope is at `revision` on disk. The agent is told to

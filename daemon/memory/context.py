@@ -2,7 +2,9 @@
 
 Two renderings of the same content: `render_context` for a harness that reads record files
 itself (`remem memory context`), and `render_agent_context` for agents served over MCP, who
-read records through a tool and must never see a path.
+read records through a tool and must never see a path. An agent is shown as much of the index
+as it reads of a `MEMORY.md` (`lines_seen`), and only as much as keeps the whole answer within
+what its harness shows; the records left out are named, to be read by name (decision 0533).
 """
 
 from __future__ import annotations
@@ -11,13 +13,21 @@ from collections.abc import Iterable
 
 from ..protocol.memory import Record
 from .identity import WorkspaceId
-from .index import render_index
+from .index import entry_names, lines_seen, render_index
 from .store import MemoryStore
 
 AGENT_READING = (
     "Read a record's full text with the `memory_read` tool (give its name) or the resource "
     "remem://workspace/<name> when its description is relevant to the task. Change memory only "
     "with the `memory_update` tool."
+)
+# Claude Code (2.1.337) keeps a tool result over 50 000 characters out of the conversation (its
+# default result-size limit): the model sees a 2 000-character preview and a file path. UTF-8
+# bytes are never fewer than the UTF-16 units it counts, so an answer within this is shown whole.
+AGENT_CONTEXT_MAX_BYTES = 48_000
+LEFT_OUT = (
+    "\nThis index leaves out {count} record(s), to keep this answer within what agents are shown: "
+    "{names}. Read any of them with `memory_read` when its name suggests it matters.\n"
 )
 
 
@@ -33,22 +43,38 @@ def render_context(store: MemoryStore, workspace: WorkspaceId) -> str:
         f"Each record is the file {store.folder(workspace)}/<name>.md; read it when its description "
         "is relevant to the task."
     )
-    return compose_context(global_memory.content, snapshot.records, f"for {workspace.cwd}", reading)
+    index = render_index(snapshot.records)
+    return compose_context(global_memory.content, index, f"for {workspace.cwd}", reading)
 
 
 def render_agent_context(global_content: str, records: Iterable[Record]) -> str:
     """The same context for an MCP agent: no folder, no path, records read through the server."""
-    return compose_context(global_content, records, "of this project", AGENT_READING)
+    return fit_agent_context(global_content, records)[0]
 
 
-def compose_context(
-    global_content: str, records: Iterable[Record], workspace_title: str, reading: str
-) -> str:
+def fit_agent_context(global_content: str, records: Iterable[Record]) -> tuple[str, list[str]]:
+    """The MCP agent's context and the records its index leaves out: those past the lines an
+    agent reads of an index, and more, from the end, while the answer is over
+    `AGENT_CONTEXT_MAX_BYTES`. Global is never cut: at most 24 KiB, it always fits."""
+    index = render_index(records)
+    # Lines as `lines_seen` counts them: a description's U+2028 is no line break of the index.
+    lines = [f"{line}\n" for line in index.removesuffix("\n").split("\n")]
+    cut = lines_seen(index)
+    while True:
+        left_out = entry_names(lines[cut:])
+        shown = "".join(lines[:cut]) + _left_out(left_out)
+        text = compose_context(global_content, shown, "of this project", AGENT_READING)
+        if cut == 0 or len(text.encode("utf-8")) <= AGENT_CONTEXT_MAX_BYTES:
+            return text, left_out
+        cut -= 1
+
+
+def _left_out(names: list[str]) -> str:
+    if not names:
+        return ""
+    return LEFT_OUT.format(count=len(names), names=", ".join(f"`{name}`" for name in names))
+
+
+def compose_context(global_content: str, index: str, workspace_title: str, reading: str) -> str:
     global_text = global_content.rstrip("\n") or "(no global memory yet)"
-    return (
-        "# Global memory\n\n"
-        f"{global_text}\n\n"
-        f"# Workspace memory {workspace_title}\n\n"
-        f"{render_index(records)}\n"
-        f"{reading}\n"
-    )
+    return f"# Global memory\n\n{global_text}\n\n# Workspace memory {workspace_title}\n\n{index}\n{reading}\n"

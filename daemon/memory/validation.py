@@ -18,7 +18,7 @@ from .. import credentials, safe_yaml
 from ..protocol.memory import Record
 from .canonical import BOM, canonical_problems, canonicalize
 from .diagnostics import Diagnostic, Range, Severity, TextPositions, diagnostic, has_errors
-from .index import render_index
+from .index import entry_names, lines_seen, render_index
 from .record import (
     BODY_MAX_BYTES,
     DESCRIPTION_MAX,
@@ -184,14 +184,12 @@ def _index_problems(text: str, expected: str | None) -> tuple[Diagnostic, ...]:
 
 
 _kept_index_problems = functools.lru_cache(maxsize=16)(_index_problems)
-_INDEX_ENTRY = re.compile(r"- \[([^\]]+)\]\(")
 
 
 def _past_the_budget(canonical: str) -> tuple[int, str]:
     """The first line an agent does not read (0-based), and which records it therefore misses."""
-    kept = canonical.encode("utf-8")[:INDEX_MAX_BYTES].decode("utf-8", "ignore")
-    cut = min(INDEX_MAX_LINES, kept.count("\n"))
-    missed = [m.group(1) for line in canonical.split("\n")[cut:] if (m := _INDEX_ENTRY.match(line))]
+    cut = lines_seen(canonical)
+    missed = entry_names(canonical.split("\n")[cut:])
     if not missed:
         return cut, f"what follows line {cut} is not seen"
     if len(missed) == 1:

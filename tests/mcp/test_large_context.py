@@ -1,0 +1,54 @@
+"""A full memory reaches the model: 200 records and a Global of 24 KB, all valid, made a context
+of 62 KB, which Claude Code keeps out of the conversation past 50 000 characters (the model saw a
+2 KB preview: part of Global, none of the index). The index is cut instead, the records left out
+are named, and the write that fills the index says so (decision 0533)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from remem.daemon.home import Home
+
+from .conftest import agent, text_of
+
+pytestmark = pytest.mark.asyncio
+CLAUDE_CODE_RESULT_CHARS = 50_000  # its default result-size limit (2.1.337), in UTF-16 units
+RECORDS = 200
+GLOBAL = ("The user prefers short answers and uv. " * 700)[:24_000] + "\n"
+
+
+def _note(number: int) -> dict[str, Any]:
+    about = f"How the build handles case {number} when the cache is stale and the whole suite must rerun"
+    record = {"name": f"note-{number:03d}", "description": about, "type": "project", "content": "x\n"}
+    return {"action": "put", "record": record}
+
+
+async def test_a_full_memory_is_shown_whole_with_its_index_cut_and_what_is_cut_named(
+    home: Home, project: Path
+) -> None:
+    async with agent(home, project) as session:
+        await session.context()
+        assert not (
+            await session.call(
+                "memory_update", {"changes": [{"action": "replace-global", "content": GLOBAL}]}
+            )
+        ).is_error
+        answers = [
+            await session.update(*(_note(n) for n in range(start, start + 50)))
+            for start in range(0, RECORDS, 50)
+        ]
+        context = await session.context()
+        read = await session.call("memory_read", {"name": f"note-{RECORDS - 1:03d}"})
+    assert not any(answer.is_error for answer in answers), [text_of(a) for a in answers]
+    assert "[remem/index-budget]" not in text_of(answers[0]), "50 records fit"
+    filled = text_of(answers[-1])
+    assert "\nWarning: this project's memory index is now past what memory_context shows" in filled, filled
+    assert "[remem/index-budget]" in filled, filled
+    assert len(context.encode("utf-16-le")) // 2 < CLAUDE_CODE_RESULT_CHARS, len(context)
+    assert GLOBAL.rstrip("\n") in context, "Global is never cut"
+    assert all(f"`note-{n:03d}`" in context or f"[note-{n:03d}]" in context for n in range(RECORDS))
+    assert f"`note-{RECORDS - 1:03d}`" in context.split("This index leaves out ", 1)[1], context[-600:]
+    assert not read.is_error and "name: note-199" in text_of(read), text_of(read)
