@@ -109,8 +109,8 @@ TOO_LARGE = (
 # Its reason names the home and quotes the daemon's log: for the user (logged), not the agent.
 DAEMON_UNAVAILABLE = (
     "remem's memory service is unavailable: its daemon could not be reached or started (the user "
-    "sees why with `remem daemon status`). If this was memory_update, it may or may not have been "
-    "applied: call memory_context before trying again."
+    "sees why with `remem memory show`, which starts it). If this was memory_update, it may or may "
+    "not have been applied: call memory_context before trying again."
 )
 # The call was let go of, not refused: the daemon may still do it (a commit included).
 NO_ANSWER = (

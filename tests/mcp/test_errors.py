@@ -11,7 +11,9 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
+from tests.daemon.helpers import remem
 
 from .conftest import agent, text_of
 
@@ -48,14 +50,20 @@ async def test_an_unusable_spawn_lock_is_named_by_its_file_name_alone(
     assert str(tmp_path) not in message and " /" not in message
 
 
-async def test_a_daemon_that_cannot_start_is_said_without_the_homes_path(home: Home, project: Path) -> None:
+async def test_a_daemon_that_cannot_start_is_said_without_the_homes_path_naming_a_command_that_says_why(
+    home: Home, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent named `remem daemon status`, which says only "not running" there."""
     (home.ensure_layout().state / "daemon.json").mkdir()  # where it writes its status: it fails to start
     async with agent(home, project) as session:
         result = await session.call("memory_context")
     assert result.is_error
     message = text_of(result)
-    assert "daemon could not be reached or started" in message and "`remem daemon status`" in message
+    assert "daemon could not be reached or started" in message and "`remem memory show`" in message
     assert str(home.root) not in message and " /" not in message, message
+    monkeypatch.delenv(NO_DAEMON_ENV, raising=False)  # the command as the user runs it: through the daemon
+    shown = remem(home, "memory", "show")
+    assert "daemon.json is a folder, where remem keeps a file" in shown.stderr, shown.stderr
 
 
 @pytest.fixture
