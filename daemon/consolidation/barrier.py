@@ -46,9 +46,7 @@ def converge(
         if now[scope] not in (revisions.before, revisions.planned)
     ]
     if stale:
-        return _conflict(
-            store, workspace, receipt, f"{_names(stale)} changed by someone else meanwhile", entries
-        )
+        return _conflict(store, workspace, receipt, _changed_meanwhile(stale, receipt), entries)
     actor = Actor(kind="consolidation", review=receipt.review, session=receipt.source.session)
     for scope, point in (
         (None, "consolidation.after-global-commit"),
@@ -62,8 +60,7 @@ def converge(
             except MemoryInvalid as exc:  # its folder moved or removed mid-commit, a lock unusable
                 return _conflict(store, workspace, receipt, _refused(scope, exc), entries, (scope,))
             if not went_in:
-                why = f"{_names([scope])} changed by someone else meanwhile"
-                return _conflict(store, workspace, receipt, why, entries)
+                return _conflict(store, workspace, receipt, _changed_meanwhile([scope], receipt), entries)
         faultpoint(point)
     faultpoint("consolidation.before-committed-receipt")
     committed = _after(receipt.target, _current(store, workspace))
@@ -106,6 +103,16 @@ def _commit(
         batch = [batch_change(c) for c in changes if not isinstance(c, ReplaceGlobal)]
         result = store.commit_workspace(workspace, before, batch, actor)
     return result.status != "conflict", result.history
+
+
+def _changed_meanwhile(scopes: list[Scope], receipt: Receipt) -> str:
+    """Why `scopes` were not committed, and that a new request reviews the session again: a
+    failed review is retried against memory as it is then."""
+    return (
+        f"{_names(scopes)} changed meanwhile (another review or an edit committed first), so this "
+        f"review's changes to it were not made: run `remem consolidate {receipt.source.session}` "
+        "again to review the session against memory as it is now"
+    )
 
 
 def _refused(scope: Scope, exc: MemoryInvalid) -> str:

@@ -25,7 +25,7 @@ Verb = Literal["Added", "Changed", "Removed", "Rewrote"]
 # as it begins.
 PHASE_WORDS = {
     "freezing": "Reading the session and the memory it is reviewed against",
-    "waiting": "Waiting for another consolidation of this session to end",
+    "waiting": "Waiting for another consolidation of this session or its workspace to end",
     "model": "Preparing the request to the model",
     "model-step": "Waiting for the model",
     "model-answer": "Checking the proposal",

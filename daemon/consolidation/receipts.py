@@ -225,6 +225,10 @@ class ReceiptStore:
     def lock_path(self, review: str) -> Path:
         return self.locks / f"review-{review}.lock"
 
+    def turn_path(self, workspace_key: str) -> Path:
+        """The lock a review of that workspace holds from its memory's freeze to its end."""
+        return self.locks / f"reviews-of-{workspace_key}.lock"
+
     def read(self, review: str) -> Receipt | None:
         found = self.read_as_written(review)
         return None if found is None else found[0]

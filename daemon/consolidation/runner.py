@@ -4,8 +4,9 @@ The flow of DESIGN §5.1. Everything before a review id exists is refused with a
 error and leaves no trace; from then on every outcome is a receipt. A successful review is
 returned as it is (no model call); a `committing` one is recovered from its worker session
 (no model call); a failed one may be retried, as a new attempt; an attempt a crash cut short
-is adopted or closed first (`attempts.py`). Memory is never locked while
-the model runs: the frozen revisions and the barrier's compare-and-swap catch any change.
+is adopted or closed first (`attempts.py`). Reviews of one workspace take turns, each freezing
+memory in its turn (decision 0532); memory itself is never locked while the model runs: the
+frozen revisions and the barrier's compare-and-swap catch any other change.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -125,10 +126,10 @@ class _Projected:
 
 
 @dataclass(frozen=True)
-class _Input:
-    """A source observed twice, identically, with the memory it will be reviewed against. Of the
-    session only what the review uses is kept, not its content read whole (decision 0469): the
-    later observations compare the catalog's revision, and proposals cite the evidence's ranges."""
+class _Observed:
+    """A source observed twice, identically. Of the session only what the review uses is kept,
+    not its content read whole (decision 0469): the later observations compare the catalog's
+    revision, and proposals cite the evidence's ranges."""
 
     entry: Entry
     idle_seconds: int  # the settings' `sessions.idle_seconds` it was read with
@@ -136,16 +137,25 @@ class _Input:
     review: str  # the review id that digest makes
     projected: _Projected | None  # None when the freeze left it to the review, under its lock
     workspace: WorkspaceId
+    catalog: SessionCatalog  # the roots it was observed in, for every later observation
+    done: bool  # its review had ended for good (committed, no-change): its receipt answers it
+
+
+@dataclass(frozen=True)
+class _Input(_Observed):
+    """An observed source with the memory it will be reviewed against, read in the workspace's
+    turn (decision 0532)."""
+
     global_snapshot: GlobalSnapshot
     workspace_snapshot: WorkspaceSnapshot
     frozen: Frozen
-    catalog: SessionCatalog  # the roots it was observed in, for every later observation
 
 
-class _ReviewLocks:
-    """The in-process lock of each review some request runs or waits for. A lock goes once no
-    request holds it or waits for it, so a daemon keeps none for the reviews it has finished;
-    a request that comes later makes a new one, there being no one to be serialised with."""
+class _KeyedLocks:
+    """The in-process lock of each review (or workspace) some request runs or waits for. A lock
+    goes once no request holds it or waits for it, so a daemon keeps none for the reviews it has
+    finished; a request that comes later makes a new one, there being no one to be serialised
+    with."""
 
     def __init__(self) -> None:
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # each with its requests
@@ -153,23 +163,23 @@ class _ReviewLocks:
     def __len__(self) -> int:
         return len(self._locks)
 
-    def __contains__(self, review: str) -> bool:
-        """Whether a request runs or waits for `review` (asked from a thread too: one lookup)."""
-        return review in self._locks
+    def __contains__(self, key: str) -> bool:
+        """Whether a request runs or waits for `key` (asked from a thread too: one lookup)."""
+        return key in self._locks
 
     @contextlib.contextmanager
-    def of(self, review: str) -> Iterator[asyncio.Lock]:
-        """The review's lock, shared with every request inside this block for the same review."""
-        lock, users = self._locks.get(review) or (asyncio.Lock(), 0)
-        self._locks[review] = (lock, users + 1)
+    def of(self, key: str) -> Iterator[asyncio.Lock]:
+        """The key's lock, shared with every request inside this block for the same key."""
+        lock, users = self._locks.get(key) or (asyncio.Lock(), 0)
+        self._locks[key] = (lock, users + 1)
         try:
             yield lock
         finally:
-            users = self._locks[review][1] - 1
+            users = self._locks[key][1] - 1
             if users:
-                self._locks[review] = (lock, users)
+                self._locks[key] = (lock, users)
             else:
-                del self._locks[review]
+                del self._locks[key]
 
 
 class Consolidator:
@@ -187,7 +197,8 @@ class Consolidator:
         self.store = MemoryStore(home)
         self.receipts = ReceiptStore(home)
         self._clients: dict[tuple[str, str], AsyncOpenAI] = {}
-        self._reviews = _ReviewLocks()
+        self._reviews = _KeyedLocks()
+        self._turns = _KeyedLocks()  # by workspace key
 
     async def consolidate(self, session_id: str, progress: Progress) -> ConsolidationResult:
         settings = await asyncio.to_thread(self._settings)
@@ -196,13 +207,19 @@ class Consolidator:
         if settled is not None:  # one request never both recovers and asks the model
             return _result(settled, recovered=True)
         progress("freezing", {})
-        source = await asyncio.to_thread(self._freeze, session_id, settings)
-        review = source.review
+        observed = await asyncio.to_thread(self._freeze, session_id, settings)
+        review = observed.review
+        waiting = _Waiting(progress, review)
         try:
-            async with self._reviewing(review, progress):
+            # The workspace's turn first: a review of another session of it plans on what this
+            # one commits, rather than losing its own to a conflict (decision 0532).
+            # One that ended for good is answered by its receipt alone, and waits for no one.
+            turn = contextlib.nullcontext() if observed.done else self._turn(observed.workspace, waiting)
+            async with turn, self._reviewing(review, waiting):
+                source = await asyncio.to_thread(self._remembered, observed)
                 return await self._review(review, source, route, progress)
         finally:
-            source.catalog.close()
+            observed.catalog.close()
 
     def _settings(self) -> Settings:
         try:
@@ -370,35 +387,17 @@ class Consolidator:
             raise _partly_committed(exc, self.store, source.workspace, receipt) from None
         return _result(done, recovered=False)
 
-    @contextlib.asynccontextmanager
-    async def _reviewing(self, review: str, progress: Progress) -> AsyncIterator[None]:
+    def _reviewing(self, review: str, waiting: _Waiting) -> contextlib.AbstractAsyncContextManager[None]:
         """The review to this run alone: in this process (another client's request of it) and
         across processes (its file lock), the wait told as `waiting` once, and cancellable."""
-        with self._reviews.of(review) as reviews:
-            told = reviews.locked()
-            if told:
-                progress("waiting", {"review": review})  # for another consolidation of this session
-            async with reviews:
-                lock = await self._review_lock(review, progress, told=told)
-                try:
-                    yield
-                finally:
-                    lock.release()
+        return _held(self._reviews, review, self.receipts.lock_path(review), waiting)
 
-    async def _review_lock(self, review: str, progress: Progress, *, told: bool) -> LockHandle:
-        """The review's file lock, which another process (a `--no-daemon` run, another daemon's
-        request) may hold for a whole consolidation. Looked for again and again rather than
-        waited for in a thread: a blocking wait cannot be cancelled, so Ctrl-C (or a cancelled
-        request) would wait for the other run to end, its thread pinned meanwhile. The look is
-        a non-blocking lock of a local file, taken on the loop: from a thread, a cancel could
-        leave a lock taken and never released."""
-        path = self.receipts.lock_path(review)
-        while (lock := try_file_lock(path)) is None:
-            if not told:
-                progress("waiting", {"review": review})  # for another consolidation of this session
-                told = True
-            await asyncio.sleep(_LOCK_POLL_SECONDS)
-        return lock
+    def _turn(
+        self, workspace: WorkspaceId, waiting: _Waiting
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        """The workspace's turn, held from before its memory is read to the review's end: one
+        review of a workspace at a time, in this process and across processes (decision 0532)."""
+        return _held(self._turns, workspace.key, self.receipts.turn_path(workspace.key), waiting)
 
     async def _settle_pending(self, session_id: str, progress: Progress) -> Receipt | None:
         """A crash left a review of this session committing: finish it, and nothing else, now.
@@ -408,7 +407,9 @@ class Consolidator:
         if not pending:
             return None
         review = pending[0].review
-        async with self._reviewing(review, progress):  # the recovery runs to its end, through a cancel
+        async with self._reviewing(
+            review, _Waiting(progress, review)
+        ):  # the recovery runs to its end, through a cancel
             settled, cancelled = await _to_the_end(self._settle, review)
         if cancelled:
             raise asyncio.CancelledError
@@ -422,7 +423,7 @@ class Consolidator:
             else current
         )
 
-    def _freeze(self, session_id: str, settings: Settings) -> _Input:
+    def _freeze(self, session_id: str, settings: Settings) -> _Observed:
         catalog = self._catalog(settings)
         try:
             return self._frozen(catalog, session_id, settings)
@@ -442,7 +443,7 @@ class Consolidator:
             )
         )
 
-    def _frozen(self, catalog: SessionCatalog, session_id: str, settings: Settings) -> _Input:
+    def _frozen(self, catalog: SessionCatalog, session_id: str, settings: Settings) -> _Observed:
         idle_seconds = settings.sessions.idle_seconds
         entry = self._eligible(catalog, session_id, idle_seconds)
         log = _read_kept(catalog, entry, idle_seconds)
@@ -452,28 +453,36 @@ class Consolidator:
         # Projecting a harness file costs several times its read: not done for a run its receipt will
         # likely answer, which waits holding the digest alone (decision 0469).
         projected = None if self._answered_first(review) else _projection(catalog, entry, log)
-        try:
-            global_snapshot, global_raw = self.store.read_global_with_bytes()
-            workspace_snapshot, files = self.store.read_workspace_with_files(workspace)
-        except MemoryInvalid as exc:
-            message = f"{exc}; fix memory first (remem memory show)"
-            raise Refused("MEMORY_INVALID", message, [f.path for f in exc.files]) from None
-        frozen = Frozen(global_raw, files)
-        source = _Input(
-            entry,
-            idle_seconds,
-            log.digest,
-            review,
-            projected,
-            workspace,
-            global_snapshot,
-            workspace_snapshot,
-            frozen,
-            catalog,
-        )
+        done = self._done(review)
+        source = _Observed(entry, idle_seconds, log.digest, review, projected, workspace, catalog, done)
         if not self._still_same(source):
             raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
         return source
+
+    def _remembered(self, source: _Observed) -> _Input:
+        """`source` with the memory it is reviewed against, frozen now, in the workspace's turn."""
+        try:
+            global_snapshot, global_raw = self.store.read_global_with_bytes()
+            workspace_snapshot, files = self.store.read_workspace_with_files(source.workspace)
+        except MemoryInvalid as exc:
+            message = f"{exc}; fix memory first (remem memory show)"
+            raise Refused("MEMORY_INVALID", message, [f.path for f in exc.files]) from None
+        observed = {f.name: getattr(source, f.name) for f in fields(_Observed)}
+        return _Input(
+            **observed,
+            global_snapshot=global_snapshot,
+            workspace_snapshot=workspace_snapshot,
+            frozen=Frozen(global_raw, files),
+        )
+
+    def _done(self, review: str) -> bool:
+        """Whether `review` ended for good: a receipt that cannot be read is refused under the
+        review's lock, in the workspace's turn, as any other run."""
+        try:
+            receipt = self.receipts.read(review)
+        except ReceiptError:
+            return False
+        return receipt is not None and receipt.status in SUCCEEDED
 
     def _answered_first(self, review: str) -> bool:
         """Whether a run of `review` will likely be answered before its evidence is needed: another
@@ -579,7 +588,7 @@ class Consolidator:
         refused = catalog.refusal(session_id, entries, errors)
         return Refused(refused.code, str(refused))
 
-    def _still_same(self, source: _Input) -> bool:
+    def _still_same(self, source: _Observed) -> bool:
         """A later observation: the same log, unchanged and not live. Uniqueness was seen by the
         first observation's whole listing; a lookup of this one log is enough now."""
         try:
@@ -874,12 +883,54 @@ def _route(home: Home, settings: Settings) -> Route:
         raise Refused("NO_ROUTE", str(exc)) from None
 
 
-# `waiting`: another process (or request) is consolidating this session; this one goes on after.
+# `waiting`: another process (or request) is consolidating this session, or another session of
+# its workspace; this one goes on after.
 _CLIENT_PHASES = frozenset({"freezing", "waiting", "model", "model-step", "model-answer", "committing"})
 # How often a review's lock held elsewhere is looked at again: it is held for a whole review,
 # seconds to minutes, and a look costs one non-blocking lock of a local file.
 _LOCK_POLL_SECONDS = 0.1
 _CLIENT_FIELDS = frozenset({"review", "attempt", "step"})
+
+
+class _Waiting:
+    """Tells a run's client, once, that it waits for another run: of its review, or of its
+    workspace's turn."""
+
+    def __init__(self, progress: Progress, review: str) -> None:
+        self._progress, self._review, self._told = progress, review, False
+
+    def tell(self) -> None:
+        if not self._told:
+            self._progress("waiting", {"review": self._review})
+            self._told = True
+
+
+@contextlib.asynccontextmanager
+async def _held(locks: _KeyedLocks, key: str, path: Path, waiting: _Waiting) -> AsyncIterator[None]:
+    """`key` to this run alone: in this process (its asyncio lock in `locks`) and across
+    processes (its file lock at `path`), the wait told, and cancellable."""
+    with locks.of(key) as lock:
+        if lock.locked():
+            waiting.tell()
+        async with lock:
+            handle = await _file_lock(path, waiting)
+            try:
+                yield
+            finally:
+                handle.release()
+
+
+async def _file_lock(path: Path, waiting: _Waiting) -> LockHandle:
+    """The file lock at `path`, which another process (a `--no-daemon` run, another daemon's
+    request) may hold for a whole consolidation. Looked for again and again rather than waited
+    for in a thread: a blocking wait cannot be cancelled, so Ctrl-C (or a cancelled request)
+    would wait for the other run to end, its thread pinned meanwhile. The look is a
+    non-blocking lock of a local file, taken on the loop: from a thread, a cancel could leave a
+    lock taken and never released."""
+    while (lock := try_file_lock(path)) is None:
+        waiting.tell()
+        await asyncio.sleep(_LOCK_POLL_SECONDS)
+    return lock
 
 
 def _reporting(progress: Progress, debug: DebugLog | None) -> Progress:

@@ -151,8 +151,11 @@ def assert_receipts_the_global_commit(home: Home, receipt: Receipt) -> None:
     assert receipt.status is Status.TARGET_CONFLICT and now_global.content == TERSE
     assert receipt.target.globalRevisions.after == now_global.revision
     assert receipt.target.workspaceRevisions.after is None
-    assert (
-        receipt.attempts[-1].error == "Global was committed; the workspace changed by someone else meanwhile"
+    assert receipt.attempts[-1].error == (
+        "Global was committed; the workspace changed meanwhile (another review or an edit committed "
+        "first), so this review's changes to it were not made: run "
+        f"`remem consolidate {receipt.source.session}` again to review the session against memory "
+        "as it is now"
     )
     [entry] = store.history.log(None)
     # Also when the commit's entry was cut off: its intent names the review (decision 0442).

@@ -315,7 +315,7 @@ async def test_a_run_waiting_for_another_clients_run_is_cancelled_alone(
         await until(lambda: len(reports) >= 3)
         assert [r.message for r in reports[1:3]] == [
             "Reading the session and the memory it is reviewed against",
-            "Waiting for another consolidation of this session to end",
+            "Waiting for another consolidation of this session or its workspace to end",
         ]
         editor.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
         with pytest.raises(JsonRpcException) as raised:
