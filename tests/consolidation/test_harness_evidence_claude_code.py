@@ -169,7 +169,8 @@ def test_a_tools_outcome_after_the_last_text_is_inside_the_turns_range() -> None
     )
     evidence = project_harness("claude-code", NAME, data)
     assert [(t.turn, t.range, [(tool.name, tool.ok) for tool in t.tools]) for t in evidence.turns] == [
-        (1, EvidenceRange(fromSeq=1, toSeq=4), [("Bash", False)]),
+        # Through the interruption marker, where the stopped turn ends (decision 0535).
+        (1, EvidenceRange(fromSeq=1, toSeq=5), [("Bash", False)]),
         (2, EvidenceRange(fromSeq=6, toSeq=8), [("Read", True)]),
     ]
 

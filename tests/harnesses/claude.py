@@ -56,10 +56,18 @@ class ClaudeCode:
         }
 
     def command(
-        self, prompt: str, *, resume: str | None = None, fork: bool = False, resume_at: str | None = None
+        self,
+        prompt: str,
+        *,
+        resume: str | None = None,
+        fork: bool = False,
+        resume_at: str | None = None,
+        options: tuple[str, ...] = (),
     ) -> list[str]:
-        """`claude -p PROMPT` (with ``--resume``, ``--fork-session``, ``--resume-session-at``)."""
+        """`claude -p PROMPT` (with ``--resume``, ``--fork-session``, ``--resume-session-at``
+        and any further `options`)."""
         args = [str(self.executable), "-p", prompt, "--output-format", "json", "--allowedTools", "Read"]
+        args += options
         if resume is not None:
             args += ["--resume", resume]
         if fork:
@@ -75,10 +83,11 @@ class ClaudeCode:
         resume: str | None = None,
         fork: bool = False,
         resume_at: str | None = None,
+        options: tuple[str, ...] = (),
         check: bool = True,
     ) -> ClaudeRun:
         """Run `command(...)` to its end and read its JSON result."""
-        args = self.command(prompt, resume=resume, fork=fork, resume_at=resume_at)
+        args = self.command(prompt, resume=resume, fork=fork, resume_at=resume_at, options=options)
         done = subprocess.run(
             args, cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=RUN_TIMEOUT
         )

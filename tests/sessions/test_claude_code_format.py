@@ -131,7 +131,8 @@ def test_meta_tool_result_compaction_summary_and_command_output_are_not_prompts(
     )
     assert [(turn.prompt, turn.status, turn.end) for turn in t.turns] == [
         ("real one", "completed", 1),  # unanswered, but the next prompt ended it (decision 0353)
-        ("/review main", "aborted", 5),
+        # Stopped, it ends at its last line said: the notification after its marker (decision 0535).
+        ("/review main", "aborted", 7),
     ]
 
 

@@ -151,6 +151,12 @@ class _QueuedLine(msgspec.Struct):
 _QUEUED = msgspec.json.Decoder(_QueuedLine)
 
 
+class _Attachment(msgspec.Struct):
+    """An attachment record's attachment: only its kind is read."""
+
+    type: Any = None
+
+
 class _Message(msgspec.Struct):
     role: str | None = None
     content: str | list[_Block] | None = None
@@ -181,6 +187,8 @@ class _Node(msgspec.Struct, rename="camel"):
     summary: str | None = None
     leaf_uuid: str | None = None
     origin: _Origin | None = None  # who wrote a user line: the user, or the harness (`HARNESS_ORIGINS`)
+    # Any JSON value: an odd attachment must not make its line unreadable, as it was not unread.
+    attachment: _Attachment | str | int | float | bool | list[Any] | None = None
 
 
 class _Record(_Node, rename="camel"):
@@ -1444,6 +1452,12 @@ def _unsaid(record: _Node) -> bool:
     return message is not None and message.model == _SYNTHETIC and not record.is_api_error_message
 
 
+def _max_turns(record: _Node) -> bool:
+    """Whether a record is Claude Code's note that `--max-turns` stopped the turn."""
+    attachment = record.attachment
+    return isinstance(attachment, _Attachment) and attachment.type == "max_turns_reached"
+
+
 def _logical_parent(record: _Node) -> str | None:
     """Where a compaction boundary continues: the last node before the compaction."""
     if record.type == "system" and record.subtype == "compact_boundary":
@@ -1608,8 +1622,8 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
 def _through_results(turn: Turn, kept: list[Line[_Node]]) -> Turn:
     """`turn` with its range taken on to the last tool result among its lines `kept`: evidence
     shows each returned tool's outcome, so the range a proposal cites must hold the line that
-    says it (a turn stopped after a tool ran, or a file that ends with a result, end before it).
-    Only the evidence's range: the turn's own end is where a fork cuts."""
+    says it (the last turn, its calls returned after its answer, ends at that answer while it
+    may still go on). Only the evidence's range: the turn's own end is where a fork cuts."""
     results = [line.number for line in kept if line.number > turn.end and _returns(line.record)]
     return msgspec.structs.replace(turn, end=results[-1]) if results else turn
 
@@ -1762,8 +1776,18 @@ def _turn(
     # So has one that ends with a record Claude Code wrote in the model's place.
     talked = next(line for line in reversed(group) if _talk(line, graph))  # its prompt at least
     closed = talked.record.type == "assistant" and _unsaid(talked.record)
+    # So has one Claude Code noted it stopped (`--max-turns`): the turn ends at that note, which
+    # its resume reads as a turn that ended, not as one cut short to close with "No response
+    # requested." (decision 0535).
+    noted = next((line for line in reversed(group) if _max_turns(line.record)), None)
+    if noted is not None and noted.number > talked.number:
+        talked, closed = noted, True
     ended = unanswered and (followed or closed) and not interrupted
-    last = answer or (talked if ended else group[-1])
+    # An answered turn that has ended ends there too, past its answer: the calls made after the
+    # text and their results (a stop while a tool ran, `--max-turns`) are what the model saw
+    # next, so a fork keeps them (decision 0535). One still going on ends at its answer.
+    over = answer is not None and (followed or closed or interrupted)
+    last = talked if ended or over else answer or group[-1]
     # Ending at a response whose other records and results are put back after it (a rewind to
     # one of its calls left them off the path): the turn ends at the last of them.
     last = max((last, *side.placed.get(last.record.uuid, ())), key=attrgetter("number"))

@@ -1,0 +1,120 @@
+"""A remem fork of a Claude Code session after a turn that stopped once a tool had run
+(`--max-turns`, Ctrl-C), continued by the real CLI (decision 0535).
+
+`claude -p --max-turns 1` stops after the model's first response: its text, then a `Read`
+call, whose result Claude Code writes before it stops. The model is asked nothing more in that
+turn, and the next prompt is sent after the call and its result. The fork after that turn,
+resumed with a new prompt, must send the model exactly what the parent sent with its next
+prompt (that prompt swapped for the child's), and leave the parent's file as it was; the
+lines of the call and its result belong to the turn, so `--at` either of them forks there too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from remem.daemon.cli import cli
+
+from .claude import ClaudeCode
+from .fake_anthropic import FakeAnthropic, hang, text, tool_uses
+from .requests import comparable
+from .toolchain import interrupt
+
+pytestmark = pytest.mark.slow
+
+
+def remem(home: Path, root: Path, *args: str) -> dict:  # type: ignore[type-arg]
+    done = CliRunner().invoke(cli, ["--home", str(home), "sessions", *args, "--root", str(root), "--json"])
+    assert done.exit_code == 0, done.output
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def _lines(transcript: Path, kind: str) -> list[int]:
+    """The lines of `transcript` whose message holds a `kind` content block, or whose attachment
+    is of that kind."""
+    found = []
+    for number, line in enumerate(transcript.read_text().splitlines(), start=1):
+        record = json.loads(line)
+        content = (record.get("message") or {}).get("content")
+        kinds = [part.get("type") for part in content] if isinstance(content, list) else []
+        if kind in (*kinds, (record.get("attachment") or {}).get("type")):
+            found.append(number)
+    return found
+
+
+def test_a_fork_after_a_turn_stopped_past_its_tool_call_keeps_the_call_and_its_result(tmp_path: Path) -> None:
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(tmp_path / "cc", fake)
+        (cc.cwd / "notes.txt").write_text("alpha\n")
+        fake.reply(tool_uses(("Read", {"file_path": str(cc.cwd / "notes.txt")}), text="let me read"))
+        parent = cc.run("first question", options=("--max-turns", "1"), check=False)
+        assert parent.result["subtype"] == "error_max_turns", parent.result
+        fake.reply(text("second answer"))
+        cc.run("second question", resume=parent.session_id)
+        next_sent = fake.requests[-1]["messages"]
+        before = parent.transcript.read_bytes()
+        (call,), (result,) = _lines(parent.transcript, "tool_use"), _lines(parent.transcript, "tool_result")
+        (note,) = _lines(parent.transcript, "max_turns_reached")
+
+        home, root = tmp_path / "home", cc.projects
+        turns = remem(home, root, "turns", parent.session_id)["turns"]
+        assert [(t["user"], t["status"]) for t in turns] == [
+            ("first question", "completed"),
+            ("second question", "completed"),
+        ]
+        # It ends at Claude Code's note that it stopped, which the child needs to resume as the
+        # parent did: without it, Claude Code closes the turn with "No response requested.".
+        assert call < result < note == turns[0]["endSeq"]
+        made = {
+            anchor: remem(home, root, "fork", parent.session_id, "--op-id", f"op-{anchor}", *anchor.split())
+            for anchor in ("--turn 1", f"--at {call}", f"--at {result}")
+        }
+        fake.reply(text("child answer"))
+        child = cc.run("child question", resume=made["--turn 1"]["child"])
+        sent = fake.requests[-1]["messages"]
+
+    assert child.result["result"] == "child answer"
+    assert comparable(sent, "child question") == comparable(next_sent, "second question")
+    assert "alpha" in json.dumps(sent)  # what the Read returned, which the model saw
+    # Anchored on the call or on its result, the fork is the same cut, after the same turn.
+    ((turn, _),) = {(done["forkTurn"], done["seedLength"]) for done in made.values()}
+    assert turn == 1
+    assert parent.transcript.read_bytes() == before
+
+
+def test_a_fork_after_a_turn_stopped_with_ctrl_c_past_its_tool_call_resumes_as_the_parent_went_on(
+    tmp_path: Path,
+) -> None:
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(tmp_path / "cc", fake)
+        (cc.cwd / "notes.txt").write_text("alpha\n")
+        fake.reply(text("first answer"))
+        parent = cc.run("first question")
+        fake.reply(tool_uses(("Read", {"file_path": str(cc.cwd / "notes.txt")}), text="let me read"), hang())
+        asked = fake.count
+        # Ctrl-C once the model was asked again, after the Read ran.
+        stopped = cc.command("stopped question", resume=parent.session_id)
+        interrupt(stopped, cc.cwd, cc.env(), lambda: fake.count >= asked + 2)
+        fake.reply(text("third answer"))
+        cc.run("third question", resume=parent.session_id)
+        next_sent = fake.requests[-1]["messages"]
+        before = parent.transcript.read_bytes()
+        (result,) = _lines(parent.transcript, "tool_result")
+
+        home, root = tmp_path / "home", cc.projects
+        turns = remem(home, root, "turns", parent.session_id)["turns"]
+        assert [t["user"] for t in turns] == ["first question", "stopped question", "third question"]
+        assert turns[1]["startSeq"] < result <= turns[1]["endSeq"] < turns[2]["startSeq"]
+        made = remem(home, root, "fork", parent.session_id, "--op-id", "op-stopped", "--at", str(result))
+        fake.reply(text("child answer"))
+        child = cc.run("child question", resume=made["child"])
+        sent = fake.requests[-1]["messages"]
+
+    assert made["forkTurn"] == 2 and child.result["result"] == "child answer"
+    assert comparable(sent, "child question") == comparable(next_sent, "third question")
+    assert "alpha" in json.dumps(sent)
+    assert parent.transcript.read_bytes() == before
