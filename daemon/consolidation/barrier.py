@@ -12,7 +12,10 @@ leaves as it was is neither checked nor reported: whatever happened to it is not
 
 from __future__ import annotations
 
+import logging
+
 from ..faults import faultpoint
+from ..home import HomeUnusable
 from ..memory.history import GLOBAL_FILE, RECOVERED, History, HistoryError
 from ..memory.history_diff import stat
 from ..memory.identity import WorkspaceId
@@ -21,6 +24,8 @@ from ..protocol.consolidation import HistoryLink, Receipt, ScopeRevisions, Statu
 from ..protocol.memory import Actor, FileStat
 from .proposal import ProposedChange, ReplaceGlobal, batch_change
 from .receipts import ended
+
+log = logging.getLogger("remem.daemon")
 
 Scope = str | None  # None is Global, else the workspace key
 _LOOK_BACK = 64  # entries of a scope's log searched for this review's own after a crash
@@ -172,7 +177,8 @@ def _history_link(
         return None
     try:
         totals = _stat(history, [entry for entry in found.values() if entry])
-    except HistoryError:
+    except (HistoryError, HomeUnusable) as exc:
+        _unlinked(exc)
         return None
     return HistoryLink(
         globalEntry=found.get(None),
@@ -196,10 +202,19 @@ def _earlier_entries(receipt: Receipt) -> dict[Scope, str | None]:
 
 def _own_entry(history: History, scope: Scope, revision: str | None, review: str) -> str | None:
     try:
-        log = history.log(scope, _LOOK_BACK)
-    except HistoryError:
+        entries = history.log(scope, _LOOK_BACK)
+    except (HistoryError, HomeUnusable) as exc:
+        _unlinked(exc)
         return None
-    return next((e.id for e in log if e.after == revision and e.actor.review == review), None)
+    return next((e.id for e in entries if e.after == revision and e.actor.review == review), None)
+
+
+def _unlinked(exc: HistoryError | HomeUnusable) -> None:
+    """The history link is left out, as with the history off: the commit is made, and a file of
+    the history the user may not read (HomeUnusable names it) must not leave the review
+    `committing`; said, as the reason no link is shown."""
+    if isinstance(exc, HomeUnusable):
+        log.warning("consolidation: the review's history entries are not linked: %s", exc)
 
 
 def _stat(history: History, entries: list[str]) -> FileStat:
