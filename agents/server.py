@@ -37,7 +37,7 @@ from pydantic import BaseModel, ValidationError
 from remem.daemon import __version__
 from remem.daemon.cli.output import OutputUnwritable
 from remem.daemon.credentials import log_to_stderr, redact
-from remem.daemon.home import Home
+from remem.daemon.home import Home, HomeUnusable
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import HistoryEntry
 from remem.daemon.settings import SettingsError, SettingsStore
@@ -691,7 +691,13 @@ def _error_answer(request_id: types.RequestId | None, code: int, message: str) -
 
 
 def _watching(home: Home) -> bool:
-    """Whether folders may be watched to tell changes (not with `daemon.watch: polling`)."""
+    """Whether folders may be watched to tell changes (not with `daemon.watch: polling`, nor in a
+    home that cannot be used, which is logged as such: its settings are not to blame)."""
+    try:
+        home.refuse_unusable_layout()
+    except HomeUnusable as exc:
+        log.warning("%s; until then every memory tool answers that memory cannot be reached", exc)
+        return False
     try:
         settings, _ = SettingsStore(home).read()
     except SettingsError as exc:

@@ -81,8 +81,9 @@ LOCK_REFUSED_BY_DISK = (
 )
 # The daemon's message names the home's paths: for the user (logged), not the agent.
 HOME_IN_THE_WAY = (
-    "remem cannot reach its memory: something in remem's home stands in the way (the user sees what "
-    "in this MCP server's log, or with `remem memory show`). Ask the user to fix it, then try again."
+    "remem cannot reach its memory: something in remem's home stands in the way. Ask the user to run "
+    "`remem memory show`, which says what and how to fix it (so does this MCP server's log), then "
+    "try again."
 )
 # Any other refusal of the daemon's: its message may name the home's paths or a workspace key, so
 # it is for the user (logged), and the agent is told what to do instead.

@@ -3,7 +3,9 @@ bare protocol error or a path of the user's."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,10 +14,10 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
-from remem.daemon.home import Home
+from remem.daemon.home import HOME_ENV, Home
 from tests.daemon.helpers import remem
 
-from .conftest import agent, text_of
+from .conftest import TIMEOUT_SECONDS, agent, server_env, text_of
 
 pytestmark = pytest.mark.asyncio
 
@@ -137,3 +139,41 @@ async def test_a_link_made_in_the_home_is_said_to_the_agent_without_paths(
     assert "something in remem's home stands in the way" in message and "internal" not in message, message
     assert str(tmp_path) not in message and " /" not in message, message
     assert list(outside.iterdir()) == [], "nothing written through it"
+
+
+async def test_a_home_that_is_a_file_is_logged_as_such_at_start_and_the_agent_is_sent_to_memory_show(
+    tmp_path: Path, project: Path
+) -> None:
+    """The log's only line blamed settings.yml ("settings.yml is invalid, so memory folders are
+    not watched: … Not a directory"), and the agent was sent to that log first."""
+    home = Home(tmp_path / "home")
+    home.root.write_text("not a folder\n")
+    served = subprocess.run(
+        [sys.executable, "-m", "remem.daemon", "mcp", "--cwd", str(project)],  # --home refuses a file
+        input=_lines(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": _INITIALIZE},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_context"}},
+        ),
+        capture_output=True,
+        text=True,
+        env=server_env(**{HOME_ENV: str(home.root)}),
+        timeout=TIMEOUT_SECONDS,
+    )
+    first = served.stderr.splitlines()[0]
+    assert f"{home.root} cannot be made a folder (File exists)" in first, served.stderr
+    assert "settings.yml" not in served.stderr, served.stderr
+    [answer] = [json.loads(line) for line in served.stdout.splitlines() if json.loads(line).get("id") == 1]
+    said = answer["result"]["content"][0]["text"]
+    assert "Ask the user to run `remem memory show`, which says what and how to fix it" in said, said
+
+
+_INITIALIZE = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "1"},
+}
+
+
+def _lines(*messages: dict[str, object]) -> str:
+    return "".join(json.dumps(message) + "\n" for message in messages)
