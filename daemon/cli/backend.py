@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+import signal
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,16 +53,23 @@ class Backend:
     greetings: Greetings = field(default_factory=Greetings, compare=False)
 
     def api(
-        self, roots: Sequence[Path] = (), listener: Listener | None = None, *, start: bool = True
+        self,
+        roots: Sequence[Path] = (),
+        listener: Listener | None = None,
+        *,
+        start: bool = True,
+        stops: list[int] | None = None,
     ) -> DaemonApi[Transport]:
         """The daemon's methods, raising `RpcError` exactly as the daemon would answer. `listener`
         hears the notifications a call causes (the daemon's go to every client). `start=False`
         asks only a daemon that runs, and raises `DaemonUnavailable` when none does, and every
         refusal as the daemon answered it (`RpcError`, a bug's and a too large answer's too):
-        the caller, which has its own way on, decides; nothing here ends the command."""
+        the caller, which has its own way on, decides; nothing here ends the command. Given
+        `stops`, a call in this process hears SIGINT, SIGTERM and SIGHUP (each one not ignored)
+        as a cancel of its run, appending each to `stops` (see `_cancelled_by_stops`)."""
         if self.use_daemon and not roots:
             return DaemonApi(_ThroughDaemon(self.home, listener, self.greetings, start))
-        return DaemonApi(_in_process(self.home, roots, listener))
+        return DaemonApi(_in_process(self.home, roots, listener, stops))
 
     def harness_defaults(self, roots: Sequence[Path] = ()) -> list[Root]:
         """Each harness's default folders as the process that answered `api(roots)` reads them:
@@ -74,7 +83,9 @@ class Backend:
         return default_roots()
 
 
-def _in_process(home: Home, roots: Sequence[Path], listener: Listener | None) -> _InProcess:
+def _in_process(
+    home: Home, roots: Sequence[Path], listener: Listener | None, stops: list[int] | None = None
+) -> _InProcess:
     from ..credentials import log_to_stderr
     from .output import answers_json
 
@@ -84,7 +95,7 @@ def _in_process(home: Home, roots: Sequence[Path], listener: Listener | None) ->
         logging.basicConfig(level=logging.WARNING, handlers=[_HomeLog(home)], force=True)
     else:
         log_to_stderr(logging.WARNING, "remem: %(message)s")  # what the daemon's handlers log, masked
-    return _InProcess(home, roots, listener)
+    return _InProcess(home, roots, listener, stops)
 
 
 class _HomeLog(logging.Handler):
@@ -216,6 +227,7 @@ class _InProcess:
     home: Home
     roots: Sequence[Path]
     listener: Listener | None
+    stops: list[int] | None = None
 
     def request(self, method: Method[Params, Result], params: Params) -> Result:
         from ..server.composition import Host, InProcess
@@ -229,11 +241,48 @@ class _InProcess:
         async def in_process() -> None:
             link = InProcess(self.home, Host(publish, extra_roots=self.roots))
             try:
-                # Kept out of the task's result: CPython 3.11's `asyncio.run` formats that task,
-                # result and all, when it restores SIGINT (a 10 000-entry log took a second).
-                answer.append(await link.request(method, params))
+                with _cancelled_by_stops(self.stops):
+                    # Kept out of the task's result: CPython 3.11's `asyncio.run` formats that
+                    # task, result and all, when it restores SIGINT (a 10 000-entry log took a second).
+                    answer.append(await link.request(method, params))
             finally:
                 await link.close()
 
-        asyncio.run(in_process())
+        try:
+            asyncio.run(in_process())
+        except asyncio.CancelledError:
+            if not self.stops:
+                raise
+            raise KeyboardInterrupt from None  # stopped before its handler could answer
         return answer[0]
+
+
+@contextmanager
+def _cancelled_by_stops(stops: list[int] | None) -> Iterator[None]:
+    """While the current task runs, the first SIGINT, SIGTERM or SIGHUP cancels it, and every one
+    is appended to `stops`; a signal ignored (`cmd &`'s SIGINT, `nohup`'s SIGHUP) stays ignored.
+    Through the loop rather than asyncio's own SIGINT handler: that one is not installed while
+    SIGINT is ignored, and raises a second Ctrl-C wherever the run is, which left its receipt
+    `running` (decision 0528). Later stops only wait for the cancel the first began."""
+    if stops is None:
+        yield
+        return
+    task, loop = asyncio.current_task(), asyncio.get_running_loop()
+    assert task is not None
+    earlier = len(stops)
+
+    def stop_by(stop: int) -> None:
+        if len(stops) == earlier:
+            task.cancel()
+        stops.append(stop)
+
+    stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = {s: h for s in stopping if (h := signal.getsignal(s)) != signal.SIG_IGN}
+    for stop in before:
+        loop.add_signal_handler(stop, stop_by, stop)
+    try:
+        yield
+    finally:
+        for stop, handler in before.items():  # the loop would leave each at its default
+            loop.remove_signal_handler(stop)
+            signal.signal(stop, handler)

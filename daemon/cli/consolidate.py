@@ -67,7 +67,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     A review already done returns its receipt without calling the model again."""
     from ..consolidation.changes import PHASE_WORDS
 
-    heard: list[int] = []  # the SIGTERMs and SIGHUPs this run heard: none, a Ctrl-C's exit
+    heard: list[int] = []  # the stops this run heard: none, a Ctrl-C's exit
 
     def show_progress(method: str, params: dict[str, Any]) -> None:
         if method == "consolidation/progress" and params.get("session") == session_id and not as_json:
@@ -83,7 +83,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     asked_at = now()
     with _stops_as_ctrl_c(heard):
         try:
-            result = backend.api(listener=show_progress).consolidate(params)
+            result = backend.api(listener=show_progress, stops=heard).consolidate(params)
         except RpcError as exc:
             _refused(exc, as_json, backend, session_id)
         except KeyboardInterrupt:
@@ -114,7 +114,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
             if receipt.completedAt is not None and receipt.completedAt < asked_at:
                 say(_earlier_said(receipt, logs))
     if result.status is Status.CANCELLED and not backend.use_daemon:
-        sys.exit(_interrupted_status(heard))  # in this process only a stop cancels (asyncio's cancel)
+        sys.exit(_interrupted_status(heard))  # in this process only a stop cancels
     sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
 
 
@@ -297,9 +297,9 @@ def _receipt_and_turns(backend: Backend, review: str) -> tuple[Receipt, list[Tur
 @contextlib.contextmanager
 def _stops_as_ctrl_c(heard: list[int]) -> Iterator[None]:
     """SIGTERM (`kill`, `timeout`, a CI runner cancelling) and SIGHUP (the terminal closed) heard
-    as Ctrl-C is, each appended to `heard`: by whatever handles SIGINT now (asyncio's, which
-    cancels the run in this process, or Python's KeyboardInterrupt; SIGINT's own is left to
-    asyncio, which installs it only over Python's). Killed by
+    as Ctrl-C is, each appended to `heard`: as a KeyboardInterrupt, even while SIGINT is ignored
+    (`cmd &` in a script). While a run goes on in this process, it hears every stop itself and
+    cancels (`Backend.api`'s `stops`). Killed by
     them, the client left the daemon's review to commit, or its own review half recorded, after
     the user walked away (decision 0528). A stop the process was started ignoring (`nohup`'s
     SIGHUP) stays ignored."""

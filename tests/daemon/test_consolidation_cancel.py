@@ -8,7 +8,7 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -101,23 +101,70 @@ def test_an_interrupted_consolidate_cancels_the_review(
     """Ctrl-C on `remem consolidate` ends the client; the review, in the daemon or in the
     client's own process, must end too. A `kill`, `timeout` or a CI runner cancelling (SIGTERM)
     and a closed terminal (SIGHUP) are the user walking away alike (decision 0528)."""
+    running = _reviewing(home, served, where)
+    running.send_signal(stop)
+    out, err = running.communicate(timeout=30)
+    assert running.returncode == 128 + stop and said in out + err, out + err  # as shells report it
+    _assert_cancelled(home, served[1])
+
+
+def _ignoring_ctrl_c() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as `remem consolidate ID &` in a script
+
+
+@pytest.mark.parametrize(
+    ("ignoring", "stops"),
+    [
+        (_ignoring_ctrl_c, [signal.SIGTERM]),
+        (None, [signal.SIGINT, signal.SIGTERM]),
+        (None, [signal.SIGHUP, signal.SIGTERM]),
+    ],
+    ids=["ctrl-c-ignored", "ctrl-c-and-kill", "hangup-and-kill"],
+)
+def test_an_in_process_review_is_cancelled_by_any_stop_however_many(
+    home: Home,
+    served: tuple[FakeOpenAI, Source],
+    ignoring: Callable[[], None] | None,
+    stops: list[signal.Signals],
+) -> None:
+    """A kill while Ctrl-C is ignored (a CI runner's `cmd &`) still cancels the review this process
+    runs, and a second stop while it is cancelled (signals of two kinds are both delivered)
+    neither breaks into that cancel with a traceback nor leaves the receipt `running`."""
+    running = _reviewing(home, served, ["--no-daemon"], ignoring)
+    for stop in stops:
+        running.send_signal(stop)
+    out, err = running.communicate(timeout=30)
+    assert running.returncode in {128 + stop for stop in stops}, out + err
+    assert "cancelled before any memory was written" in out and "Traceback" not in err, out + err
+    _assert_cancelled(home, served[1])
+
+
+def _reviewing(
+    home: Home, served: tuple[FakeOpenAI, Source], where: list[str], before: Callable[[], None] | None = None
+) -> subprocess.Popen[str]:
+    """`remem consolidate` of the served session, once it waits for the model's (slow) answer."""
     fake, source = served
     fake.reply(slow(8, tool_call(proposal(put("prefer-uv", source.evidence())))))
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
     running = subprocess.Popen(
-        [*command, *where, "consolidate", source.id],
+        [*_remem(home), *where, "consolidate", source.id],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=before,
     )
     assert running.stderr is not None
     for line in running.stderr:  # the model has been asked: the review is under way
         if "waiting for the model" in line:
             break
-    running.send_signal(stop)
-    out, err = running.communicate(timeout=30)
-    assert running.returncode == 128 + stop and said in out + err, out + err  # as shells report it
-    listed = subprocess.run([*command, "receipts", "--json"], capture_output=True, text=True)
+    return running
+
+
+def _assert_cancelled(home: Home, source: Source) -> None:
+    listed = subprocess.run([*_remem(home), "receipts", "--json"], capture_output=True, text=True)
     [receipt] = json.loads(listed.stdout)["receipts"]
     assert receipt["status"] == "cancelled" and receipt["changes"] == []
     assert MemoryStore(home).read_workspace(WorkspaceId.from_cwd(source.cwd)).records == []
+
+
+def _remem(home: Home) -> list[str]:
+    return [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
