@@ -84,12 +84,18 @@ def test_json_given_before_and_after_is_shown_once(home: Home) -> None:
     )
 
 
-def test_json_given_twice_before_the_command_is_said_as_given_once(home: Home) -> None:
+def test_json_given_more_than_once_before_the_command_is_said_as_given_once(home: Home) -> None:
     """As click takes a flag given twice after the command: the second was refused on its own,
     "No such option '--json'. Did you mean '--version'?"."""
     where = f"--json goes after the command, not before it: `remem --home {home.root} sessions list --json`"
     assert _said(home, "--json", "--json", "sessions", "list") == where
     assert _said(home, "sessions", "--json", "--json", "list") == where
+    # Apart, as often as given.
+    assert _said(home, "--json", "--no-daemon", "--json", "sessions", "list") == (
+        f"--json goes after the command, not before it: "
+        f"`remem --home {home.root} --no-daemon sessions list --json`"
+    )
+    assert _said(home, "--json", "sessions", "--json", "list", "--json") == where
 
 
 def _shown(said: str) -> list[str]:

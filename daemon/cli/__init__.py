@@ -127,12 +127,11 @@ class _LazyGroup(Group):
         if exc.option_name != JSON or JSON not in args:  # `--json=…`: no flag, click's words stand
             return exc
         under = UNDER if before_command else AFTER_SUBCOMMAND
-        rest = list(args)
-        first = rest.index(JSON)  # what click refused
-        # And the same flag repeated at once (`remem --json --json …`): click takes a flag given
-        # twice after the command as given once; left in, the second was refused on its own.
-        while first < len(rest) and rest[first] == JSON:
-            del rest[first]
+        # Every `--json` (`remem --json --no-daemon --json sessions list`, `remem --json sessions
+        # --json list`), as click takes a flag repeated after the command as given once: one left
+        # in was refused on its own. After a `--` each word is an argument.
+        end = args.index("--") if "--" in args else len(args)
+        rest = [w for w in args[:end] if w != JSON] + args[end:]
         command: click.Command = self
         name, words, ctx = info_name, rest, None
         while isinstance(command, click.Group):  # down to the command that runs
