@@ -687,7 +687,7 @@ def _check_value(
         parsed.diagnostics.append(_no_description(node, front, positions))
         return
     if not isinstance(node, yaml.ScalarNode) or node.tag != _STR_TAG:
-        parsed.diagnostics.append(_non_string(key, node, _node_range(node, front, positions)))
+        parsed.diagnostics.append(_non_string(key, node, _node_range(node, front, positions), file_name))
         return
     value: str = node.value
     parsed.fields[key] = value
@@ -716,15 +716,24 @@ def _no_description(node: yaml.ScalarNode, front: _FrontMatter, positions: TextP
     return diagnostic(code, Severity.ERROR, message, positions.range(start, start + len(comment)))
 
 
-def _non_string(key: str, node: yaml.Node, where: Range) -> Diagnostic:
+def _non_string(key: str, node: yaml.Node, where: Range, file_name: str | None) -> Diagnostic:
     if isinstance(node, yaml.ScalarNode) and node.tag == _NULL_TAG:
         message = f"`{key}` has no value; write it on the same line, e.g. `{key}: ...`"
     else:
         kind = _KINDS.get(node.tag.rsplit(":", 1)[-1], "non-string value")
-        # Quoted, `yes` or `[a]` would still be no type: the types are the advice.
-        advice = f"use one of {_VALID_TYPES}" if key == "type" else "put the value in quotes"
-        message = f"`{key}` must be a string, not {kind}; {advice}"
+        message = f"`{key}` must be a string, not {kind}; {_non_string_advice(key, file_name)}"
     return diagnostic("non-string-value", Severity.ERROR, message, where)
+
+
+def _non_string_advice(key: str, file_name: str | None) -> str:
+    """What the editor's quick fix does: quoted, `yes` or `[a]` would still be no type, and
+    `name: 3` quoted in `n3.md` differs from the file's name."""
+    if key == "type":
+        return f"use one of {_VALID_TYPES}"
+    stem = record_name_of(file_name) if key == "name" and file_name else None
+    if stem is not None and _name_rules(stem) is None:
+        return f"set the name to `{stem}` (the file name)"
+    return "put the value in quotes"
 
 
 def _name_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple[str, str] | None:

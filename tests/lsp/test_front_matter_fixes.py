@@ -70,6 +70,16 @@ async def test_a_type_that_is_no_string_is_told_the_types_not_to_be_quoted(clien
     assert "quotes" not in error.message
 
 
+async def test_a_name_that_is_no_string_is_told_the_file_name_as_its_fix_sets(client: LanguageClient) -> None:
+    """Quoted, `3` would differ from the file's name `n3.md`: the advice was to quote it."""
+    uri = open_document(client, workspace_folder(HOME, "name-told") / "n3.md", record("3"))
+    await until(lambda: codes(client, uri) == [NON_STRING])
+    [error] = client.diagnostics[uri]
+    assert error.message == "`name` must be a string, not a number; set the name to `n3` (the file name)"
+    actions = fixing(await code_actions(client, uri, NON_STRING), NON_STRING)
+    assert [a.title for a in actions] == ["Set the name to `n3` (the file name)"]
+
+
 async def test_no_fix_quotes_a_name_into_one_the_file_name_refuses(client: LanguageClient) -> None:
     uri = open_document(client, workspace_folder(HOME, "name-quoted") / "q7.md", record("7"))
     actions = fixing(await code_actions(client, uri, NON_STRING), NON_STRING)
