@@ -64,15 +64,18 @@ def test_a_folder_of_the_home_closed_to_its_user_is_said_neither_readable_nor_wr
 
 
 def test_a_session_listing_with_the_review_receipts_closed_lists_every_session_and_says_why_once(
-    home: Home, tmp_path: Path, daemon: bool
+    home: Home, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, daemon: bool
 ) -> None:
     """The whole listing was refused, exit 2, for a folder only the review states come from: the
-    sessions are listed, and the receipts' folder is said once, as the listing's one error
-    (decision 0529)."""
+    sessions are listed, their review state `unknown` (it was `never`, said as fact), and the
+    receipts' folder is said once, as the listing's one error, of kind `reviews`, counted apart
+    from unreadable sessions; an empty workspace is one whose sessions were not found, not one
+    none of whose sessions could be read (decision 0529)."""
     root = tmp_path / "dsh-sessions"
     home.settings_file.write_text(f"sessions:\n  roots:\n    - {str(root)!r}\n")
     draft = build_session(SessionSpec(seed=1, turns=2, cwd=str(tmp_path)))
     write_session(root, draft)
+    empty = tmp_path_factory.mktemp("empty")  # no folder above it has sessions either
     reviews = home.root / "memory" / "reviews"
     with modes((reviews, 0)):
         listing = [sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(reviews)]
@@ -80,14 +83,26 @@ def test_a_session_listing_with_the_review_receipts_closed_lists_every_session_a
             pytest.skip("run as root, whose processes read past permissions still")
         listed = remem_bound(home, "sessions", "list", "--json", daemon=daemon)
         said = remem_bound(home, "sessions", "list", daemon=daemon)
+        tree = remem_bound(home, "sessions", "tree", "--cwd", str(tmp_path), "--json", daemon=daemon)
+        none = remem_bound(home, "sessions", "tree", "--cwd", str(empty), daemon=daemon)
 
     assert listed.returncode == 0, listed
     answer = json.loads(listed.stdout)
-    assert [row["id"] for row in answer["sessions"]] == [draft.header.id], answer
+    assert [(row["id"], row["review"]["state"]) for row in answer["sessions"]] == [
+        (draft.header.id, "unknown")
+    ]
     unknown = (
         "the review receipts cannot be read, so no session's review state is shown: remem's home "
         f"{home.root} cannot be used: {reviews} cannot be read (Permission denied); let your user "
         "read it, or choose another home with --home or $REMEM_HOME"
     )
-    assert answer["errors"] == [{"path": str(reviews), "message": unknown}]
+    error = {"path": str(reviews), "message": unknown, "kind": "reviews"}
+    assert answer["errors"] == [error]
     assert (said.returncode, said.stderr) == (0, f"error: {reviews}: {unknown}\n"), said
+    [row, footer] = said.stdout.splitlines()
+    assert "[review unknown]" in row, row
+    assert footer == "1 session(s), 0 unreadable, review states unknown", footer
+    nodes = json.loads(tree.stdout)
+    assert [(n["id"], n["review"]["state"]) for n in nodes["nodes"]] == [(draft.header.id, "unknown")]
+    assert nodes["errors"] == [error], nodes
+    assert none.returncode == 0 and f"No agent sessions of {empty} were found." in none.stderr, none

@@ -40,7 +40,7 @@ def test_a_codex_home_not_utf8_is_a_root_error_and_the_daemon_serves(tmp_path: P
         assert listed.returncode == 0, listed.stderr
         assert json.loads(listed.stdout) == {
             "sessions": [],
-            "errors": [{"path": _shown(codex), "message": NAME_REASON}],
+            "errors": [{"path": _shown(codex), "message": NAME_REASON, "kind": "sessions"}],
         }
         text = remem_run(env, "sessions", "list")
         assert f"error: {_shown(codex)}: {NAME_REASON}\n" in text.stderr
@@ -66,7 +66,7 @@ def test_a_root_under_a_home_not_utf8_is_a_root_error_without_the_daemon(tmp_pat
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == {
         "sessions": [],
-        "errors": [{"path": _shown(dsh), "message": NAME_REASON}],
+        "errors": [{"path": _shown(dsh), "message": NAME_REASON, "kind": "sessions"}],
     }
     again = remem_run(env, "sessions", "list", "--json")  # the index is used again: nothing was kept of it
     assert (again.returncode, again.stdout) == (0, listed.stdout), again.stderr

@@ -65,7 +65,9 @@ def test_a_configured_root_under_a_home_not_utf8_is_neither_watched_nor_missing(
     finally:
         _stopped(env)
     shown = f"{tmp_path}/{SHOWN}/sess"
-    assert json.loads(listed.stdout)["errors"] == [{"path": shown, "message": NAME_REASON}]
+    assert json.loads(listed.stdout)["errors"] == [
+        {"path": shown, "message": NAME_REASON, "kind": "sessions"}
+    ]
     assert status.returncode == 0, status.stderr
     assert shown not in status.stdout, status.stdout
     assert "missing" not in status.stdout, status.stdout

@@ -448,7 +448,7 @@ def test_a_tree_says_what_it_could_not_read(home: Home, tmp_path: Path) -> None:
     problem = "a symbolic link; remem reads only real folders and files inside a session root"
     assert code == 0 and json.loads(out) == {
         "nodes": [],
-        "errors": [{"path": str(project), "message": problem}],
+        "errors": [{"path": str(project), "message": problem, "kind": "sessions"}],
     }
     code, out, err = run(home, "tree", "--cwd", CLAUDE_CWD, root)
     assert code == 0 and out == ""

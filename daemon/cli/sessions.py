@@ -27,7 +27,7 @@ from ..protocol.rpc import (
     TranscriptParams,
     TurnRow,
 )
-from ..protocol.sessions import OPEN, ROLLED_BACK, ListError, ReviewState, SessionFormat
+from ..protocol.sessions import OPEN, ROLLED_BACK, ListError, ReviewState, SessionFormat, unread_sessions
 from ..sessions.harness_homes import looked_in
 from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots, unique_roots
 from ..validation import one_line
@@ -112,7 +112,9 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
         say(f"error: {one_line(error.path)}: {one_line(error.message)}", err=True)
     if not listing.sessions:
         _none_found(backend, params.cwd, roots, listing.errors)
-    say(f"{len(listing.sessions)} session(s), {len(listing.errors)} unreadable")
+    unread = len(unread_sessions(listing.errors))
+    unknown = ", review states unknown" if len(listing.errors) > unread else ""
+    say(f"{len(listing.sessions)} session(s), {unread} unreadable{unknown}")
 
 
 @sessions.command()
@@ -149,6 +151,8 @@ def harness_badge(session_format: SessionFormat) -> str:
 
 def review_badge(review: ReviewState) -> str:
     """A session's review state, as `list` and `tree` show it (none for one never reviewed)."""
+    if review.state == "unknown":  # the receipts could not be read: the error names their folder
+        return "[review unknown]"
     return f"[{review.status or review.state}]" if review.state != "never" else ""
 
 
@@ -170,7 +174,7 @@ def _none_found(
         where += "(no folder is there) "
     if cwd is not None and _nearby(backend, roots, cwd, where):
         return
-    unreadable = len(errors)
+    unreadable = len(unread_sessions(errors))
     said = {error.path for error in errors}
     harnesses = sorted(HARNESS_NAMES.values())
     found = f"could be read ({unreadable} unreadable, above)" if unreadable else "were found"

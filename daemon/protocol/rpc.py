@@ -76,7 +76,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 38: hello says whether the daemon logs to the home's log (`logsToFile`): a client names that
 #     file, or the standard error of `remem daemon run`, as where a bug's traceback went (0527).
 # 39: agents/update is refused SCOPE_BUSY when another process holds its scope's lock too long.
-PROTOCOL_VERSION = 39
+# 40: a review state `unknown`, and a listing error's `kind` (`reviews`: the receipts' folder).
+PROTOCOL_VERSION = 40
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.

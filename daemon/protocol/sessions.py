@@ -3,6 +3,7 @@ its turns, as `sessions/*` answers them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,15 +24,17 @@ NodeFlag = Literal["orphan", "cycle", "duplicate", "inferred", "inline"]
 
 
 class ReviewState(BaseModel):
-    """Whether a session's current content was consolidated (filled in from the receipts)."""
+    """Whether a session's current content was consolidated (filled in from the receipts);
+    `unknown` when the receipts could not be read (the listing's `reviews` error says why)."""
 
     model_config = ConfigDict(frozen=True)
 
-    state: Literal["never", "consolidated", "no-change", "failed", "pending", "changed"] = "never"
+    state: Literal["never", "consolidated", "no-change", "failed", "pending", "changed", "unknown"] = "never"
     status: str | None = None  # the receipt's status, for failed and pending reviews
 
 
 NEVER_REVIEWED = ReviewState()
+REVIEW_UNKNOWN = ReviewState(state="unknown")
 
 
 class SessionNode(BaseModel):
@@ -86,8 +89,18 @@ class SessionSummary(BaseModel):
 
 
 class ListError(BaseModel):
+    """What a listing could not read: a session's file or a folder of sessions (`sessions`), or
+    the review receipts' folder (`reviews`), which leaves every session read, its review state
+    unknown."""
+
     path: str
     message: str
+    kind: Literal["sessions", "reviews"] = "sessions"
+
+
+def unread_sessions(errors: Sequence[ListError]) -> list[ListError]:
+    """The errors of a listing that left sessions unread: not the review receipts' folder's."""
+    return [error for error in errors if error.kind == "sessions"]
 
 
 def no_problems(problems: list[str]) -> bool:

@@ -51,7 +51,7 @@ from ..protocol.rpc import (
     TurnsResult,
     WorkspaceParams,
 )
-from ..protocol.sessions import ListError, Listing
+from ..protocol.sessions import REVIEW_UNKNOWN, ListError, Listing
 from ..safe_open import reason
 from ..sessions.catalog import Entry, Progress, SessionCatalog, SessionNotFound, lineage_items
 from ..sessions.errors import OperationError
@@ -134,7 +134,8 @@ class SessionMethods:
         object again while neither the catalog's listing nor any receipt changed."""
         receipts, closed = self._receipts_read()  # parsed once per receipt file version: same objects
         if closed is not None:  # read again at the next listing, once its folder may be opened
-            return found.model_copy(update={"errors": [*found.errors, closed]})
+            sessions = [s.model_copy(update={"review": REVIEW_UNKNOWN}) for s in found.sessions]
+            return found.model_copy(update={"sessions": sessions, "errors": [*found.errors, closed]})
         known = self._reviewed.get(cwd)
         if known is not None and known[0] is found and _same_objects(known[1], receipts):
             self._reviewed.move_to_end(cwd)
@@ -162,7 +163,7 @@ class SessionMethods:
             return self._receipts.all(), None
         except HomeUnusable as exc:
             unknown = f"the review receipts cannot be read, so no session's review state is shown: {exc}"
-            return [], ListError(path=str(self.home.reviews), message=unknown)
+            return [], ListError(path=str(self.home.reviews), message=unknown, kind="reviews")
 
     async def tree(self, params: WorkspaceParams) -> TreeResult:
         progress = self._progress(params.cwd)
@@ -173,6 +174,8 @@ class SessionMethods:
             errors += [closed] if closed is not None else []
             states = review_states(receipts, self._digests(catalog, entries, receipts))
             nodes = build_tree(lineage_items(entries)).flat()
+            if closed is not None:
+                states = dict.fromkeys((n.id for n in nodes), REVIEW_UNKNOWN)
             return TreeResult(
                 nodes=[n.model_copy(update={"review": states[n.id]}) if n.id in states else n for n in nodes],
                 errors=errors,  # what it could not read: an unreadable workspace is not an empty one

@@ -100,4 +100,4 @@ async def test_a_workspace_folder_that_cannot_be_read_is_said_not_empty(editor: 
         outside.rmdir()
     assert answer["nodes"] == [] and answer["searched"], answer
     problem = "a symbolic link; remem reads only real folders and files inside a session root"
-    assert answer["errors"] == [{"path": str(folder), "message": problem}]
+    assert answer["errors"] == [{"path": str(folder), "message": problem, "kind": "sessions"}]

@@ -28,6 +28,7 @@ import {
   type SessionTreeResult,
   type SetApiKeyArgs,
   type TurnsResult,
+  unreadSessions,
 } from './protocol';
 import {
   actorText,
@@ -196,7 +197,7 @@ export const NO_SESSIONS_YET =
  * none could be read (as the view's empty state says it), or `none` — and then whether some could not
  * be read, which may be the ones the user looked for. */
 function nothingOffered(tree: SessionTreeResult, none = NO_SESSIONS_YET): string {
-  const unread = unreadText(tree.errors ?? []);
+  const unread = unreadText(unreadSessions(tree.errors));
   if (tree.nodes.length === 0) return unread ? `${SESSIONS_UNREADABLE}: ${unread}` : NO_SESSIONS_YET;
   return unread ? `${none} Some of this workspace's sessions could not be read: ${unread}` : none;
 }
@@ -247,7 +248,8 @@ export async function consolidateSession(ctx: FlowContext, arg?: unknown): Promi
 /** Why none of the folder's sessions can be consolidated: none is one the daemon takes. */
 const NOTHING_TO_CONSOLIDATE =
   'No session of this workspace can be consolidated now: live and archived sessions cannot, nor ' +
-  'subagents, which are consolidated with the session that started them.';
+  'subagents, which are consolidated with the session that started them, nor any while the review ' +
+  `receipts cannot be read (${ViewNames.sessions} says why).`;
 
 /** `remem.lsp.consolidate` as the server's code action (`{cwd}`: the workspace's latest finished
  * session) or another caller runs it: the same flow as Consolidate Session's once the session is

@@ -109,6 +109,7 @@ const REVIEW_BADGES: Record<ShownState, string | null> = {
   cancelled: '○ consolidation cancelled',
   pending: '… consolidation pending',
   changed: '△ changed since consolidated',
+  unknown: '? review state unknown',
 };
 
 function shownState(review: ReviewState | null | undefined): ShownState {

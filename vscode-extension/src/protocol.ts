@@ -44,7 +44,7 @@ export const SECRET_FIELDS: ReadonlyArray<keyof SetApiKeyArgs> = ['apiKey'];
 
 /** The `remem/*` protocol this extension speaks: `PROTOCOL_VERSION` in the daemon's
  * `protocol/rpc.py`, which the server's `initialize` answer names (none before 31). */
-export const PROTOCOL = 39;
+export const PROTOCOL = 40;
 
 /** The protocol a server's `initialize` capabilities name; null when they name none (older). */
 export function serverProtocol(capabilities: { experimental?: unknown } | undefined): number | null {
@@ -59,7 +59,8 @@ export const TRANSCRIPT_SCHEME = 'remem-session';
 /** `remem-history:/<entry id>/<file name>`: a memory file as a history entry left it (read-only). */
 export const HISTORY_SCHEME = 'remem-history';
 
-export type ReviewStateName = 'never' | 'consolidated' | 'no-change' | 'failed' | 'pending' | 'changed';
+/** `unknown`: the review receipts could not be read (the tree's `reviews` error says why). */
+export type ReviewStateName = 'never' | 'consolidated' | 'no-change' | 'failed' | 'pending' | 'changed' | 'unknown';
 
 /** The daemon gives an object; a bare string is accepted as the state for robustness. */
 export type ReviewState = { state: ReviewStateName; status?: string | null } | ReviewStateName;
@@ -92,10 +93,17 @@ export interface SearchedRoot {
   harness?: SessionFormat; // a harness's default folder, listed found or not; absent from older servers
 }
 
-/** A log or folder the daemon could not read, and why. */
+/** A log or folder the daemon could not read, and why. `kind` `reviews`: the review receipts'
+ * folder, which leaves every session read, its review state unknown (absent from older daemons). */
 export interface ListError {
   path: string;
   message: string;
+  kind?: 'sessions' | 'reviews';
+}
+
+/** The errors that left sessions unread: not the review receipts' folder's. */
+export function unreadSessions(errors: readonly ListError[] | undefined): ListError[] {
+  return (errors ?? []).filter((error) => error.kind !== 'reviews');
 }
 
 /** `searched` comes only with an empty tree: where the server looked. `settingsProblems` come while

@@ -67,9 +67,10 @@ export function visibleNodes(nodes: readonly FlatNode[], showArchived: boolean):
 }
 
 /** Whether the daemon would consolidate this session (it refuses live and archived ones). */
-// A subagent's session is reviewed as part of its parent's (the daemon refuses it: SUBAGENT).
+// A subagent's session is reviewed as part of its parent's (the daemon refuses it: SUBAGENT); a
+// review state unknown is one whose receipts cannot be read, which a review would be refused for.
 export function isEligible(node: FlatNode): boolean {
-  return !node.live && !node.archived && node.kind !== 'subagent';
+  return !node.live && !node.archived && node.kind !== 'subagent' && reviewStateName(node.review) !== 'unknown';
 }
 
 export function sessionIcon(node: FlatNode): ItemIcon {
@@ -147,7 +148,7 @@ export function sessionContextValue(node: FlatNode): string {
     node.live ? RowContexts.live : RowContexts.finished,
   ];
   if (isEligible(node)) tokens.push(RowContexts.eligible);
-  if (reviewStateName(node.review) !== 'never') tokens.push(RowContexts.reviewed);
+  if (!['never', 'unknown'].includes(reviewStateName(node.review))) tokens.push(RowContexts.reviewed);
   return tokens.join(ROW_TOKEN_SEPARATOR);
 }
 

@@ -10,7 +10,7 @@ import { aboveName, homeRelative } from './ancestors';
 import { type Fix, rowFix } from './fixes';
 import { readSeverity, sessionLabel } from './format';
 import { ClientCommands, SESSIONS_UNREADABLE } from './ids';
-import type { SearchedRoot, SessionFormat, SessionsProgressParams, SessionTreeResult } from './protocol';
+import { type ListError, type SearchedRoot, type SessionFormat, type SessionsProgressParams, type SessionTreeResult, unreadSessions } from './protocol';
 
 /** The part of `vscode.Memento` this uses, so tests can give a plain map. */
 export interface KeptState {
@@ -199,14 +199,14 @@ export const HARNESSES = 'remem reads the sessions of Claude Code, Codex and DSH
  * sessions (`sessionsAbove`, once found), which harnesses remem reads, where it looked, next steps. */
 export function emptyRows(result: SessionTreeResult, cwd: string, home: string, sessionsAbove?: string): NoteRow[] {
   // None read is not none there: the row above says why, and that is what to fix.
-  const unread = Boolean(result.errors?.length);
+  const unread = unreadSessions(result.errors);
   const rows: NoteRow[] = [
     {
-      label: unread ? SESSIONS_UNREADABLE : 'No agent sessions of this workspace were found',
-      tooltip: unread
+      label: unread.length ? SESSIONS_UNREADABLE : 'No agent sessions of this workspace were found',
+      tooltip: unread.length
         ? 'The row above says which files or folders could not be read, and why.'
         : 'Sessions appear here once an agent harness has worked in this folder.',
-      icon: readSeverity(result.errors),
+      icon: readSeverity(unread),
     },
     ...aboveRows(sessionsAbove, cwd, home),
     { label: HARNESSES, tooltip: HARNESSES, icon: 'hubot' },
@@ -263,10 +263,25 @@ function aboveRows(above: string | undefined, cwd: string, home: string): NoteRo
 
 const ERRORS_SHOWN = 20; // in the tooltip of `errorRows`: the rest are counted
 
-/** The row above the tree (or the empty state) when some of what it looked at could not be read: a
- * workspace whose sessions cannot be read is not one without sessions. Its tooltip says each and why. */
+/** The rows above the tree (or the empty state) when some of what it looked at could not be read: a
+ * workspace whose sessions cannot be read is not one without sessions, and one whose review receipts
+ * cannot be read has every session read, their review states unknown. Each tooltip says what and why. */
 export function errorRows(result: SessionTreeResult): NoteRow[] {
-  const errors = result.errors ?? [];
+  return [...reviewsRows(result.errors ?? []), ...unreadRows(unreadSessions(result.errors))];
+}
+
+function reviewsRows(errors: readonly ListError[]): NoteRow[] {
+  return errors
+    .filter((error) => error.kind === 'reviews')
+    .map((error) => ({
+      label: 'Review states unknown',
+      description: 'the review receipts cannot be read',
+      tooltip: `${error.path}: ${error.message}`,
+      icon: readSeverity([error]),
+    }));
+}
+
+function unreadRows(errors: readonly ListError[]): NoteRow[] {
   if (!errors.length) return [];
   const shown = errors.slice(0, ERRORS_SHOWN).map((e) => `${e.path}: ${e.message}`);
   if (errors.length > ERRORS_SHOWN) shown.push(`…and ${errors.length - ERRORS_SHOWN} more`);

@@ -288,6 +288,23 @@ test('a picker with sessions but none to offer says why, and whether some could 
   }
 });
 
+test('review receipts that cannot be read leave a folder without sessions one with none yet, and nothing to consolidate', async () => {
+  const reviews = { path: '/h/.remem/memory/reviews', message: 'the review receipts cannot be read', kind: 'reviews' as const };
+  for (const [name, flow] of PICKERS) {
+    const empty = new Harness();
+    empty.responses['remem/sessionTree'] = { nodes: [], errors: [reviews] };
+    await flows.run(() => flow(empty.ctx));
+    // Every session there was read: none is there yet, not none could be read.
+    assert.deepEqual([...empty.asked, ...empty.warnings].map((m) => m.replace(/^info:/, '')), [flows.NO_SESSIONS_YET], name);
+  }
+  const h = new Harness();
+  h.responses['remem/sessionTree'] = { nodes: [node('done', { review: { state: 'unknown' } })], errors: [reviews] };
+  await flows.run(() => flows.consolidateSession(h.ctx));
+  // Not offered, where its review was refused HOME_UNUSABLE once picked; why is said.
+  assert.deepEqual(h.sent, [['remem/sessionTree', { cwd: '/proj' }]]);
+  assert.match([...h.asked, ...h.warnings].join('\n'), /nor any while the review receipts cannot be read \(Session Branches says why\)\.$/);
+});
+
 test('with no key and nothing to consolidate, only that is said: no key is asked for in vain', async () => {
   for (const nodes of [[], [node('busy', { live: true })]]) {
     const h = new Harness();

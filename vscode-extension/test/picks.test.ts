@@ -17,6 +17,12 @@ test('consolidation offers only finished, unarchived sessions that are no subage
   assert.equal(picks[1].description, '5 h ago · not consolidated yet');
 });
 
+test('a session whose review state is unknown is not offered for consolidation, and is said unknown, not unconsolidated', () => {
+  const unknown = node('u', { review: { state: 'unknown' }, createdAt: NOW - HOUR });
+  assert.deepEqual(consolidationPicks([unknown], NOW), []);
+  assert.equal(sessionPicks([unknown], NOW)[0].description, '1 h ago · review state unknown');
+});
+
 test('every session can be picked for transcripts and branching; live and archived are said', () => {
   const picks = sessionPicks([...FAMILY, node('arch', { archived: true, createdAt: NOW })], NOW);
   assert.deepEqual(

@@ -89,6 +89,16 @@ test('context values carry what the menus need: archived, live, eligible, review
   assert.equal(sessionContextValue(node('s', { kind: 'subagent' })), 'session:active:finished');
 });
 
+test('a review state unknown (the receipts cannot be read) is said so, with no Consolidate nor Show Receipt', () => {
+  const unknown = node('u', { review: { state: 'unknown' }, createdAt: NOW - HOUR });
+  // A review would be refused for the receipts it cannot read, and no receipt can be shown.
+  assert.equal(sessionContextValue(unknown), 'session:active:finished');
+  const item = sessionItem(new SessionForest([]), unknown, NOW);
+  assert.equal(item.description, '1 h ago · ? review state unknown');
+  assert.match(item.tooltip, /^Review: review state unknown$/m);
+  assert.doesNotMatch(item.tooltip, /not consolidated/);
+});
+
 test('every review state has its own badge; a bare string state is read too', () => {
   const forest = new SessionForest([]);
   const badge = (review: (typeof FAMILY)[0]['review']) =>

@@ -246,6 +246,24 @@ test('what the tree could not read is one row above it, each path and reason in 
   assert.equal(none.icon, 'info');
 });
 
+test('review receipts that cannot be read are a row of their own, not sessions that could not be read', () => {
+  const reviews = { path: '/home/me/.remem/memory/reviews', message: 'the review receipts cannot be read, so no session\'s review state is shown: …', kind: 'reviews' as const };
+  const link = { path: '/home/me/.claude/projects/-home-me-proj', message: 'a symbolic link', kind: 'sessions' as const };
+  assert.deepEqual(
+    errorRows({ nodes: FAMILY, errors: [reviews] }).map((r) => [r.label, r.description, r.tooltip, r.icon]),
+    [['Review states unknown', 'the review receipts cannot be read', `${reviews.path}: ${reviews.message}`, 'warning']],
+  );
+  // Beside a session that could not be read: each its own row, the sessions' counting only theirs.
+  assert.deepEqual(
+    errorRows({ nodes: FAMILY, errors: [reviews, link] }).map((r) => [r.label, r.description]),
+    [['Review states unknown', 'the review receipts cannot be read'], ['Some sessions could not be read', '1 file or folder']],
+  );
+  // A workspace without sessions, its receipts closed: none were found, none failed to be read.
+  const [none] = emptyRows({ nodes: [], errors: [reviews] }, '/home/me/proj', '/home/me');
+  assert.equal(none.label, 'No agent sessions of this workspace were found');
+  assert.equal(none.icon, 'info');
+});
+
 test('the trees kept of folders no longer in the workspace are dropped, this window\'s and a past one\'s', async () => {
   const kept = new Kept();
   await kept.update('remem.sessionTree:/gone', { nodes: FAMILY }); // a folder removed while no window was open
