@@ -1082,10 +1082,12 @@ class History:
 
     def _not_written(self, what: str, branch: str, exc: BaseException) -> None:
         """A commit of this process has no entry: until one of the branch is written, a state
-        found there may be that commit's, never to be told as a hand edit."""
+        found there may be that commit's, never to be told as a hand edit. Why is said as a
+        reconcile's is: a file of the history this user may not read, named, before libgit2's
+        words for what it then missed."""
         with self._lock:
             self._unvouched.add(branch)
-        self._not_recorded(what, branch, exc)
+        self._not_recorded(what, branch, self._unreadable_inside() or exc)
 
     def _not_recorded(self, what: str, branch: str, exc: BaseException) -> None:
         log.warning("memory history: could not %s %s (%s)", what, branch, _reason(exc))

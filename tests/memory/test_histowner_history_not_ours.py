@@ -22,6 +22,7 @@ import pytest
 
 from remem.daemon.home import Home
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.server.runtime import DaemonPaths
 from tests.cli_process import remem
 from tests.permissions import as_user, daemon_bound, modes, remem_bound
 
@@ -187,3 +188,28 @@ def test_a_file_of_the_history_this_user_may_not_read_is_refused_naming_it_never
     assert "damaged" not in log.stderr and "set aside" not in log.stderr, log.stderr
     assert set_aside(home) == []
     assert [entry.actor.kind for entry in MemoryStore(home).history.log(None)] == ["cli"]
+
+
+def test_a_memory_write_the_history_cannot_record_for_a_pack_it_may_not_read_names_the_pack(
+    home: Home, history: Path, store: MemoryStore, tmp_path: Path
+) -> None:
+    """The write commits, and the warning of its missing entry said only libgit2's words for what
+    it then missed ("the reference 'refs/heads/global' cannot be peeled"), never the pack."""
+    pack = _its_pack(history)
+    text = tmp_path / "global.md"
+    text.write_text("# Global\n\n- New.\n")
+    revision = store.read_global().revision
+    with modes((pack, 0)):
+        if as_user(["cat", str(pack)], {**os.environ}).returncode == 0:
+            pytest.skip("run as root, whose processes read past permissions still")
+        wrote = remem_bound(
+            home, "memory", "replace-global", "--expected-revision", revision, "--file", str(text), "--json"
+        )
+
+    assert wrote.returncode == 0 and json.loads(wrote.stdout)["history"] is None, wrote
+    said = next(line for line in DaemonPaths(home).log.read_text().splitlines() if "could not record" in line)
+    assert said.endswith(
+        f"memory history: could not record global (remem's home {home.root} cannot be used: {pack} "
+        "cannot be read (Permission denied); let your user read it, or choose another home with --home "
+        "or $REMEM_HOME)"
+    ), said
