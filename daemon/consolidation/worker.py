@@ -68,7 +68,7 @@ MAX_TOOL_CALLS = 16
 # Far past any valid proposal (RECORDS_MAX records of BODY_MAX_BYTES, Global's cap): an answer
 # over it is no proposal, and is refused before it is parsed.
 ANSWER_MAX_BYTES = 3 * MIB
-# The most of an HTTP answer's body read, before decoding: JSON writes a byte of text as at most
+# The most of an HTTP answer's body read, and decoded: JSON writes a byte of text as at most
 # six (a control character as \u0001), so a body past this holds more than ANSWER_MAX_BYTES of
 # text and tool arguments whatever its escapes, with room for the rest of the completion. It is
 # refused as it comes in: read whole to be measured, a broken proxy's endless answer would take
@@ -140,19 +140,15 @@ async def _hear(response: httpx2.Response) -> None:
 
 
 async def _bound(response: httpx2.Response) -> None:
-    """Refuse a body past `_BODY_MAX_BYTES`: at once when its Content-Length says so, else as
-    soon as that much of it has come, before the rest is read (the SDK reads it whole)."""
-    from httpx2 import AsyncByteStream
-
-    from .answer_body import Capped
+    """Refuse a body past `_BODY_MAX_BYTES`, sent or decoded: at once when its Content-Length
+    says so, else as soon as that much of it has come, before the rest is read (the SDK reads
+    it whole)."""
+    from .answer_body import cap
 
     length = response.headers.get("content-length", "")
     if length.isdigit() and int(length) > _BODY_MAX_BYTES:
         raise _too_large(f"{int(length)} bytes")
-    if isinstance(response.stream, AsyncByteStream):
-        response.stream = Capped(
-            response.stream, _BODY_MAX_BYTES, lambda: _too_large(f"over {_BODY_MAX_BYTES} bytes")
-        )
+    cap(response, _BODY_MAX_BYTES, lambda: _too_large(f"over {_BODY_MAX_BYTES} bytes"))
 
 
 def _too_large(size: str) -> BadAnswer:

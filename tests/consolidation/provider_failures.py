@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,12 @@ from .conftest import KEY_ENV, write_source
 
 
 class _RawHandler(ScriptedHandler):
-    """Answers every POST 200 with `answer`, its content type and body, whatever they are."""
+    """Answers every POST 200 with `answer`, its content type and body, whatever they are, said
+    to be in `encoding` when it is not None."""
 
     fake_name = "RawAnswers"
     answer: tuple[str, bytes]
+    encoding: str | None
 
     def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -32,17 +35,21 @@ class _RawHandler(ScriptedHandler):
         self.close_connection = True
         self.send_response(200)
         self.send_header("Content-Type", content_type)
+        if self.encoding is not None:
+            self.send_header("Content-Encoding", self.encoding)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 
 
 class RawAnswers(ScriptedServer):
-    """A provider whose every chat completion is answered 200 with `body`, as `content_type`."""
+    """A provider whose every chat completion is answered 200 with `body`, as `content_type`
+    (and in `encoding`, such as gzip)."""
 
-    def __init__(self, content_type: str, body: bytes) -> None:
+    def __init__(self, content_type: str, body: bytes, encoding: str | None = None) -> None:
         super().__init__()
-        self.handler = type("Handler", (_RawHandler,), {"answer": (content_type, body)})
+        answer = {"answer": (content_type, body), "encoding": encoding}
+        self.handler = type("Handler", (_RawHandler,), answer)
 
 
 class _HugeHandler(ScriptedHandler):
@@ -90,6 +97,47 @@ class HugeAnswers(ScriptedServer):
         self.handler = type(
             "Handler", (_HugeHandler,), {"total": total, "chunked": chunked, "sent": self.sent}
         )
+
+
+class _BombHandler(ScriptedHandler):
+    """Answers every POST 200 with the start of a gzip chat completion whose text decodes to
+    `total` bytes, a few KB sent, then sends nothing more until the client closes or the
+    handler's timeout ends the wait; `closed` holds, for each answer, whether the client closed."""
+
+    fake_name = "GzipBomb"
+    total: int
+    closed: list[bool]
+
+    def do_POST(self) -> None:  # noqa: N802 (stdlib naming)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._record({})
+        head, _ = chat_answer({"content": "\0"}).split(b"\\u0000")
+        packer = zlib.compressobj(wbits=zlib.MAX_WBITS | 16)  # gzip
+        # A sync flush: the client can decode all of it, and waits for the rest.
+        sent = packer.compress(head) + packer.compress(b"x" * self.total) + packer.flush(zlib.Z_SYNC_FLUSH)
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(sent), sent))
+        try:
+            self.closed.append(self.rfile.read(1) == b"")
+        except TimeoutError:  # the client still waits for the rest
+            self.closed.append(False)
+        except OSError:  # reset, with what was sent still unread: closed as well
+            self.closed.append(True)
+
+
+class GzipBomb(ScriptedServer):
+    """A provider (a broken proxy) whose every chat completion is a few KB of gzip that decodes
+    to over `total` bytes, the rest of it held back until the client gives up."""
+
+    def __init__(self, total: int) -> None:
+        super().__init__()
+        self.closed: list[bool] = []
+        self.handler = type("Handler", (_BombHandler,), {"total": total, "closed": self.closed})
 
 
 def configure_provider(home: Home, base_url: str, root: Path, provider_limit: int | None = None) -> None:

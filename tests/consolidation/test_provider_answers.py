@@ -4,6 +4,7 @@ for its base_url: the attempt ends `provider-failed`, saying what was wrong, and
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import socket
 from pathlib import Path
@@ -13,12 +14,23 @@ import pytest
 from remem.daemon.consolidation.models import list_models
 from remem.daemon.consolidation.proposal import TOOL_NAME
 from remem.daemon.consolidation.route import Route
+from remem.daemon.consolidation.runner import Consolidator
 from remem.daemon.consolidation.worker import ANSWER_MAX_BYTES
 from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.consolidation import Status
 from remem.daemon.sessions.reader import read_session
 
-from .conftest import KEY_ENV
-from .provider_failures import HugeAnswers, RawAnswers, chat_answer, failed_with
+from .conftest import KEY_ENV, proposal, put, write_source
+from .provider_failures import (
+    GzipBomb,
+    HugeAnswers,
+    RawAnswers,
+    chat_answer,
+    configure_provider,
+    failed_with,
+)
 
 _GOOD = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "usage": None}
 
@@ -138,3 +150,31 @@ def test_an_oversized_answer_is_refused_before_it_is_read_whole(
     size = f"{total + len(chat_answer({'content': ''}))} bytes" if not chunked else "over "
     assert error.startswith(f"the answer is {size}"), error
     assert "a consolidation step may be at most 3 MiB of text and tool arguments" in error
+
+
+def test_a_gzip_answer_decoding_past_the_bound_is_refused_as_it_decodes(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few KB of gzip that decode to 27 MiB, the rest held back: refused once what it decoded
+    passed the bound, the client closing without waiting for the rest, where the bound counted
+    the KB sent and a bomb was decoded whole into memory; and not asked again."""
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    with GzipBomb(9 * ANSWER_MAX_BYTES) as bomb:
+        error = failed_with(home, tmp_path, f"{bomb.origin}/v1")
+    assert bomb.closed == [True], "the client waited for the rest of the answer"
+    assert error.startswith(f"the answer is over {8 * ANSWER_MAX_BYTES} bytes"), error
+
+
+def test_a_gzip_answer_commits(home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    root = tmp_path / "dsh-sessions"
+    source = write_source(root, str(tmp_path / "project"))
+    arguments = json.dumps(proposal(put("prefer-uv", source.evidence())))
+    call = {"id": "c1", "type": "function", "function": {"name": TOOL_NAME, "arguments": arguments}}
+    body = gzip.compress(chat_answer({"tool_calls": [call]}))
+    with RawAnswers("application/json", body, encoding="gzip") as raw:
+        configure_provider(home, f"{raw.origin}/v1", root)
+        result = asyncio.run(Consolidator(home).consolidate(source.id, lambda phase, data: None))
+    assert result.status is Status.COMMITTED
+    workspace = MemoryStore(home).read_workspace(WorkspaceId.from_cwd(source.cwd))
+    assert [r.name for r in workspace.records] == ["prefer-uv"]
