@@ -9,6 +9,7 @@ inside a folder searched is said alike."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 from remem.daemon.home import Home
 from tests.permissions import as_user, modes
 
-RECORD = "---\nname: alpha\ndescription: A record.\n---\nBody.\n"
+RECORD = "---\nname: alpha\ndescription: A record.\ntype: feedback\n---\nBody.\n"
 
 
 def test_a_folder_and_a_file_behind_a_closed_folder_are_said_naming_it_with_exit_2(
@@ -65,7 +66,8 @@ def test_a_folder_or_file_inside_that_cannot_be_read_is_said_with_exit_2(
     home: Home, tmp_path: Path, where: list[str], closed: str, unchecked: str
 ) -> None:
     """A folder it could not list was passed over without a word (0 problems, exit 0, its
-    memory unchecked), and a file it could not read ended in a bug's PermissionError, exit 4."""
+    memory unchecked), and a file it could not read ended in a bug's PermissionError, exit 4.
+    What it could read is checked all the same."""
     project = tmp_path / "project"
     (project / "sub").mkdir(parents=True)
     for path in (project / "alpha.md", project / "sub" / "beta.md", project / "secret.md"):
@@ -79,9 +81,10 @@ def test_a_folder_or_file_inside_that_cannot_be_read_is_said_with_exit_2(
     said = (
         f"cannot be read (Permission denied){unchecked}; let your user read it, or validate a copy elsewhere"
     )
+    checked = 2 if closed == "sub" else 1  # a file it cannot read: its siblings go unjudged too
     assert (validated.returncode, validated.stdout, validated.stderr) == (
         2,
-        "",
+        f"{checked} file(s) checked, 0 problem(s), 1 not read\n",
         f"remem: {project / closed}: {said}\n",
     ), validated
 
@@ -106,4 +109,93 @@ def test_in_the_homes_memory_only_a_folder_holding_memory_is_said(home: Home) ->
     assert (validated.returncode, validated.stderr) == (
         2,
         f"remem: {closed}: {said}; let your user read it, or validate a copy elsewhere\n",
+    ), validated
+
+
+def test_a_folder_that_cannot_be_read_hides_no_error_found_elsewhere(home: Home, tmp_path: Path) -> None:
+    """A project's Docker volume (another owner's, mode 0700) ended the run, exit 2, naming only
+    it: the record's error beside it went unsaid, and `--json` answered an error with no files."""
+    project = tmp_path / "project"
+    (project / "docs").mkdir(parents=True)
+    (project / "pgdata").mkdir()
+    (project / "docs" / "a.md").write_text("---\nname: a\ndescription: A record.\n---\nBody.\n")
+    command = [
+        sys.executable,
+        "-m",
+        "remem.daemon",
+        "--home",
+        str(home.root),
+        "--no-daemon",
+        "memory",
+        "validate",
+    ]
+    with modes((project / "pgdata", 0)):
+        read = f"import os; os.listdir({str(project / 'pgdata')!r})"
+        if as_user([sys.executable, "-c", read], {**os.environ}).returncode == 0:
+            pytest.skip("run as root, whose processes read any folder still")
+        said = as_user([*command, str(project)], {**os.environ})
+        answered = as_user([*command, "--json", str(project)], {**os.environ})
+    unread = (
+        "cannot be read (Permission denied), so the memory files in it went unchecked; "
+        "let your user read it, or validate a copy elsewhere"
+    )
+    assert (said.returncode, said.stderr) == (1, f"remem: {project / 'pgdata'}: {unread}\n"), said
+    assert "docs/a.md:" in said.stdout and "the front matter has no `type`" in said.stdout, said
+    assert said.stdout.endswith("1 file(s) checked, 1 problem(s), 1 not read, not valid\n"), said
+    answer = json.loads(answered.stdout)
+    assert (answered.returncode, answered.stderr, answer["ok"]) == (1, "", False), answered
+    assert [f["path"] for f in answer["files"]] == [str(project / "docs" / "a.md")]
+    assert answer["unread"] == [{"path": str(project / "pgdata"), "message": unread}]
+
+
+def test_a_file_named_in_a_folder_its_user_may_enter_but_not_list_is_checked(
+    home: Home, tmp_path: Path
+) -> None:
+    """`dir/b.md`, `dir` mode 0711: it was said that the folder's memory files went unchecked."""
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "b.md").write_text("---\nname: b\ndescription: A record.\n---\nBody.\n")
+    command = [
+        sys.executable,
+        "-m",
+        "remem.daemon",
+        "--home",
+        str(home.root),
+        "--no-daemon",
+        "memory",
+        "validate",
+    ]
+    with modes((folder, 0o311)):  # to its owner what 0711 is to another user
+        if (
+            as_user(
+                [sys.executable, "-c", f"import os; os.listdir({str(folder)!r})"], {**os.environ}
+            ).returncode
+            == 0
+        ):
+            pytest.skip("run as root, whose processes read any folder still")
+        validated = as_user([*command, str(folder / "b.md")], {**os.environ})
+    assert (validated.returncode, validated.stderr) == (1, ""), validated
+    assert "the front matter has no `type`" in validated.stdout, validated
+
+
+def test_in_the_home_a_folder_outside_memory_is_never_said(home: Home) -> None:
+    """`remem memory validate $REMEM_HOME` said `state/`, mode 0, which holds no memory, and
+    hid every result behind it."""
+    home.state.mkdir(parents=True, exist_ok=True)
+    home.memory.mkdir(parents=True, exist_ok=True)
+    (home.memory / "GLOBAL.md").write_text("Prefer uv.\n")
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon"]
+    with modes((home.state, 0)):
+        if (
+            as_user(
+                [sys.executable, "-c", f"import os; os.listdir({str(home.state)!r})"], {**os.environ}
+            ).returncode
+            == 0
+        ):
+            pytest.skip("run as root, whose processes read any folder still")
+        validated = as_user([*command, "memory", "validate", str(home.root)], {**os.environ})
+    assert (validated.returncode, validated.stdout, validated.stderr) == (
+        0,
+        "1 file(s) checked, 0 problem(s)\n",
+        "",
     ), validated

@@ -19,7 +19,7 @@ from pydantic_core import ErrorDetails
 from ..memory.batch import CHANGES, Problem
 from ..memory.diagnostics import FileProblems, Severity
 from ..memory.identity import WorkspaceId
-from ..memory.lint import NotMemoryFile, lint_paths
+from ..memory.lint import NotMemoryFile, Unchecked, lint_paths
 from ..memory.revision import empty_revision, workspace_revision
 from ..os_names import is_utf8
 from ..protocol.memory import Actor, CommitResult, FileStat, HistoryEntry
@@ -82,19 +82,32 @@ def memory(ctx: click.Context) -> None:
 @json_option
 @click.pass_obj
 def validate(backend: Backend, paths: tuple[Path, ...], as_json: bool) -> None:
-    """Check memory files (or folders of them) against every rule; exit 1 on any error."""
+    """Check memory files (or folders of them) against every rule; exit 1 on any error, else 2
+    when a file or folder found could not be read."""
+    unread: list[Unchecked] = []
     try:
-        reports = lint_paths(list(paths), backend.home.workspaces)
+        reports = lint_paths(list(paths), backend.home.workspaces, unread)
     except NotMemoryFile as exc:
         fail(("\n" if as_json else "\nremem: ").join(exc.problems))  # one line each
-    ok = not any(d.severity is Severity.ERROR for r in reports for d in r.diagnostics)
+    errors = any(d.severity is Severity.ERROR for r in reports for d in r.diagnostics)
+    ok = not errors and not unread
     if as_json:
-        emit_json({"ok": ok, "files": [r.model_dump(mode="json") for r in reports]})
+        files = [r.model_dump(mode="json") for r in reports]
+        emit_json(
+            {"ok": ok, "files": files, "unread": [{"path": u.path, "message": u.reason} for u in unread]}
+        )
     else:
         print_file_problems(reports)
+        for unchecked in unread:
+            say(f"remem: {unchecked}", err=True)
         count = sum(len(r.diagnostics) for r in reports)
-        say(f"{len(reports)} file(s) checked, {count} problem(s)" + ("" if ok else ", not valid"))
-    sys.exit(0 if ok else EXIT_PROBLEMS)
+        not_read = f", {len(unread)} not read" if unread else ""
+        say(
+            f"{len(reports)} file(s) checked, {count} problem(s){not_read}"
+            + (", not valid" if errors else "")
+        )
+    # An error found is said first: the memory read is not valid, whatever else went unread.
+    sys.exit(EXIT_PROBLEMS if errors else EXIT_INVALID if unread else 0)
 
 
 @memory.command()

@@ -38,6 +38,7 @@ from .record import GLOBAL_FILE, INDEX_FILE, RECORDS_MAX, record_name_of
 from .validation import (
     ParsedRecord,
     check_duplicates,
+    parse_record,
     too_many,
     validate_global,
     validate_index,
@@ -49,6 +50,18 @@ _SKIPPED_DIRS = {"reviews", "debug"}
 _RECEIPT_NAME = re.compile(r"[0-9a-f]{64}\.md")
 
 
+@dataclass(frozen=True)
+class Unchecked:
+    """A file or folder found where memory was searched that this user may not read: said
+    beside what was checked, which it never hides."""
+
+    path: str
+    reason: str  # what to say of it after its path
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
 class NotMemoryFile(Exception):
     """Paths given to the validator that are missing or are not Markdown memory files: `problems`
     says why of each."""
@@ -58,16 +71,20 @@ class NotMemoryFile(Exception):
         self.problems = problems
 
 
-def lint_paths(paths: list[Path], workspaces: Path | None = None) -> list[FileProblems]:
+def lint_paths(
+    paths: list[Path], workspaces: Path | None = None, unread: list[Unchecked] | None = None
+) -> list[FileProblems]:
     """Every memory file of `paths` (and under its folders), judged as the store judges it;
     `workspaces` is the home's folder of workspace folders: in the home a file is what its place
     makes it, not its name (decision 0519), and in a workspace folder that is a link (which the
-    store refuses) nothing is read."""
-    files = _expand(paths, workspaces)
+    store refuses) nothing is read. A file or folder on the way this user may not read is
+    appended to `unread`, its files left out, the rest judged (a Docker volume in a project
+    hid every result), never a bug's error."""
+    unread = [] if unread is None else unread
+    files = _expand(paths, workspaces, unread)
     home = workspaces.resolve() if workspaces is not None else None  # once, not per file
     reports: dict[Path, list[Diagnostic]] = {}
     by_folder: dict[Path, list[Path]] = defaultdict(list)
-    unread: list[str] = []  # a file or folder this user may not read: said, never a bug's error
     for path in files:
         if home is not None and _in_linked_workspace(path, home):
             reports[path] = [LINKED_WORKSPACE]
@@ -85,10 +102,8 @@ def lint_paths(paths: list[Path], workspaces: Path | None = None) -> list[FilePr
             reports.update(_lint_folder(folder, wanted))
         except PermissionError as error:
             unread.append(_cannot_read(error))
-    if unread:
-        raise NotMemoryFile(unread)
     # A name that is not UTF-8 is shown as the store shows it, with `\x` escapes JSON can carry.
-    return [FileProblems(path=shown(str(path)), diagnostics=reports[path]) for path in files]
+    return [FileProblems(path=shown(str(p)), diagnostics=reports[p]) for p in files if p in reports]
 
 
 def _global_problems(path: Path) -> list[Diagnostic]:
@@ -118,8 +133,30 @@ def _in_workspace_folder(path: Path, home: Path) -> bool:
 def _lint_folder(folder: Path, wanted: list[Path]) -> dict[Path, list[Diagnostic]]:
     # A folder the user names is read where it leads (a folder linked elsewhere, `/tmp` on
     # macOS); the listing itself follows no link, and a link in the home was said above.
-    reports = lint_workspace_folder(folder.resolve())
+    resolved = folder.resolve()
+    try:
+        reports = lint_workspace_folder(resolved)
+    except PermissionError as error:
+        if os.fsdecode(error.filename) != str(resolved) or _impassable(resolved):
+            raise
+        # A folder its user may enter but not list (mode 0711): the files named in it are read,
+        # each judged alone, as its siblings cannot be known.
+        return {path: _judged_alone(path) for path in wanted}
     return {path: reports[path.name] for path in wanted}
+
+
+def _judged_alone(path: Path) -> list[Diagnostic]:
+    """A record's, or `MEMORY.md`'s, problems of its own: what needs its siblings is left out."""
+    index = path.name == INDEX_FILE
+    try:
+        text, problems = read_file(path, IRREGULAR_INDEX if index else IRREGULAR_RECORD)
+    except Unread as exc:
+        return [exc.diagnostic]
+    if FILE_TOO_LARGE in problems:
+        return problems
+    return problems + (
+        validate_index(text, None) if index else parse_record(text, path.name, secrets=True).diagnostics
+    )
 
 
 def lint_workspace_folder(
@@ -357,7 +394,9 @@ def _entries(folder: Path, cache: LintCache) -> FolderEntries:
 _NO_ENTRIES = FolderEntries(frozenset(), frozenset())
 
 
-def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
+def _expand(paths: list[Path], workspaces: Path | None, unread: list[Unchecked]) -> list[Path]:
+    """The memory files `paths` name, or hold; `NotMemoryFile` when one of `paths` is none, and
+    what a folder searched holds that cannot be read appended to `unread`."""
     found: list[Path] = []
     problems: list[str] = []  # every path that is not one, not only the first
     home = workspaces.resolve() if workspaces is not None else None
@@ -366,7 +405,7 @@ def _expand(paths: list[Path], workspaces: Path | None) -> list[Path]:
         if refused is not None:
             problems.append(refused)
         elif path.is_dir():
-            found.extend(_memory_files_under(path, workspaces, problems))
+            found.extend(_memory_files_under(path, workspaces, unread))
         elif not path.exists():
             problems.append(f"{path}: no such file or folder")
         elif path.suffix != ".md" or path.name.startswith("."):
@@ -414,19 +453,19 @@ def _impassable(folder: Path) -> bool:
     return False
 
 
-def _cannot_read(error: OSError) -> str:
+def _cannot_read(error: OSError) -> Unchecked:
     """What to say of a file or folder this user may not read (`error` names it)."""
     path = os.fsdecode(error.filename)
     unchecked = ", so the memory files in it went unchecked" if os.path.isdir(path) else ""
-    return (
-        f"{shown(path)}: cannot be read ({error.strerror}){unchecked}; let your user read it, "
-        "or validate a copy elsewhere"
+    return Unchecked(
+        shown(path),
+        f"cannot be read ({error.strerror}){unchecked}; let your user read it, or validate a copy elsewhere",
     )
 
 
-def _memory_files_under(folder: Path, workspaces: Path | None, problems: list[str]) -> list[Path]:
+def _memory_files_under(folder: Path, workspaces: Path | None, unread: list[Unchecked]) -> list[Path]:
     """The memory files under `folder`; a folder on the way that cannot be listed, where memory
-    files may lie, is appended to `problems` (passed over, it read as a folder holding none)."""
+    files may lie, is appended to `unread` (passed over, it read as a folder holding none)."""
     found = []
     if (
         workspaces is not None
@@ -439,7 +478,7 @@ def _memory_files_under(folder: Path, workspaces: Path | None, problems: list[st
             found += [entry for entry in workspaces.iterdir() if entry.is_symlink()]
     walked, unlisted = _walk(folder)
     home = workspaces.resolve() if workspaces is not None else None
-    problems += [
+    unread += [
         _cannot_read(error) for error in unlisted if _may_hold_memory(Path(error.filename), folder, home)
     ]
     for path in walked:
@@ -466,18 +505,16 @@ def _walk(folder: Path) -> tuple[list[Path], list[OSError]]:
 
 def _may_hold_memory(folder: Path, named: Path, home: Path | None) -> bool:
     """Whether files `folder` holds (found under the folder `named`) would be validated: not in
-    a folder the walk skips, and in the home's memory folder (`home` its workspaces folder, as
-    above) only that folder, its workspaces folder and a workspace folder."""
+    a folder the walk skips, and in the home (`home` its workspaces folder, as above) only the
+    memory folder, its workspaces folder and a workspace folder (`state/` holds none)."""
     if _SKIPPED_DIRS.intersection(folder.relative_to(named).parts):
         return False
     if home is None:
         return True
     resolved = folder.resolve()
-    return (
-        not resolved.is_relative_to(home.parent)
-        or home in (resolved, resolved.parent)
-        or resolved == home.parent
-    )
+    if not resolved.is_relative_to(home.parent.parent):
+        return True
+    return resolved == home.parent or home in (resolved, resolved.parent)
 
 
 def _unread_in_home(path: Path, home: Path) -> bool:
