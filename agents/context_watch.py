@@ -43,10 +43,13 @@ class ContextWatch:
         if self._store is None:
             return None
         self._feed.changed()  # what changed before the question is in its answer
-        self._home = self._store.home.identity()
+        # The home's paths, never its layout: watching makes nothing, and a home that cannot be
+        # laid out is the daemon's to refuse (it may still serve one it laid out before).
+        home = self._store.where
+        self._home = home.identity()
         # Watched again after that: a folder replaced since is followed, and an event from here
         # on (even the replacement of a folder in the meantime) stays queued for `unchanged`.
-        watched = self._feed.watch(_GLOBAL_KEY, self._store.home.global_file.parent) and self._feed.watch(
+        watched = self._feed.watch(_GLOBAL_KEY, home.global_file.parent) and self._feed.watch(
             workspace.key, self._store.folder(workspace)
         )
         return self._asked if watched else None
@@ -61,7 +64,7 @@ class ContextWatch:
         if self._proven != workspace.key:
             return False
         assert self._store is not None  # nothing is proven without one
-        if self._feed.changed() == set() and self._store.home.identity() == self._home:
+        if self._feed.changed() == set() and self._store.where.identity() == self._home:
             return True
         self._proven = None
         return False

@@ -13,9 +13,11 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from remem.agents.session import HOME_IN_THE_WAY
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import HOME_ENV, Home
 from tests.daemon.helpers import remem
+from tests.unwritable import unwritable
 
 from .conftest import TIMEOUT_SECONDS, agent, server_env, text_of
 
@@ -66,6 +68,19 @@ async def test_a_daemon_that_cannot_start_is_said_without_the_homes_path_naming_
     monkeypatch.delenv(NO_DAEMON_ENV, raising=False)  # the command as the user runs it: through the daemon
     shown = remem(home, "memory", "show")
     assert "daemon.json is a folder, where remem keeps a file" in shown.stderr, shown.stderr
+
+
+@pytest.mark.parametrize("options", [(), ("--no-daemon",)], ids=["daemon", "no-daemon"])
+async def test_a_state_folder_that_cannot_be_written_is_said_as_the_home_in_the_way(
+    home: Home, project: Path, options: tuple[str, ...]
+) -> None:
+    """The server's own watch of memory laid the home out first, and said its refusal as a bug
+    ("remem failed unexpectedly"), whether or not a daemon was to answer."""
+    home.ensure_layout()
+    async with agent(home, project, options=options) as session:
+        with unwritable(home.state):
+            result = await session.call("memory_context")
+    assert result.is_error and text_of(result) == HOME_IN_THE_WAY, text_of(result)
 
 
 @pytest.fixture
