@@ -123,9 +123,9 @@ class DaemonPaths:
         except FileNotFoundError:  # no state folder (paths without the layout): none ever ran here
             return False
         except OSError as exc:
-            if exc.errno not in (errno.EROFS, errno.EACCES):
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
                 raise
-            return held_elsewhere(self.lock)  # a state folder that became read-only: still asked
+            return held_elsewhere(self.lock)  # a state folder that cannot be written (EPERM: immutable)
         if held is None:
             return True
         held.release()

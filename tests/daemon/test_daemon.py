@@ -31,6 +31,7 @@ from remem.daemon.sessions.cold_reads import INDEX_BATCH
 from tests.consolidation.conftest import Source
 from tests.failure_said import failure_line
 from tests.sessions.factory import SessionSpec, build_session, write_session
+from tests.unwritable import unwritable
 
 from .helpers import calls, remem, wait_until
 
@@ -439,6 +440,19 @@ def test_a_daemon_whose_state_folder_became_read_only_can_still_be_asked_and_sto
         stopped = remem(home, "daemon", "stop")
         assert stopped.returncode == 0 and stopped.stdout == "remem daemon stopped\n", stopped.stderr
         assert not DaemonPaths(home, layout=False).running()
+
+
+def test_status_and_stop_of_a_home_whose_state_folder_cannot_be_written_say_no_daemon_runs(
+    home: Home,
+) -> None:
+    """An immutable folder (chattr +i) refuses the lock file with EPERM, not EACCES or EROFS:
+    `daemon stop` was an internal error (exit 4) naming daemon.lock."""
+    home.ensure_layout()
+    with unwritable(home.state):
+        asked = remem(home, "daemon", "status")
+        stopped = remem(home, "daemon", "stop")
+    assert asked.returncode == 1 and asked.stdout.startswith("remem daemon not running"), asked.stderr
+    assert (stopped.returncode, stopped.stdout, stopped.stderr) == (0, "remem daemon was not running\n", "")
 
 
 def test_status_and_stop_of_a_home_folder_never_used_say_no_daemon_runs(tmp_path: Path) -> None:
