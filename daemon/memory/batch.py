@@ -22,10 +22,12 @@ from .revision import global_revision, workspace_revision
 from .validation import validate_global, validate_workspace
 
 CHANGES = TypeAdapter(list[Change])
-# Markup that says nothing of the user: an HTML comment (one never closed hides the rest, as in
-# CommonMark) and a line that is only an ATX heading (`# Global`, a bare `##`).
-_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
+# Markup that says nothing of the user: an HTML comment's markers and an ATX heading's `#`s. What
+# they mark is text: agents read Global raw, comments and headings alike.
+_COMMENT_MARKER = re.compile(r"<!--|-->")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
+# A heading that only titles the file, as Global is titled by hand and shown to agents: no text.
+_TITLES = frozenset({"global", "global memory"})
 _SHOWN_NAME_CHARS = 60  # of a name a change sent, quoted back in a problem (it may be 252 long)
 
 
@@ -109,10 +111,16 @@ def _erases(current: bytes, canonical: str) -> bool:
 
 def blank(text: str) -> bool:
     """Whether `text` tells an agent nothing: once its format characters (zero-width space, word
-    joiner, BOM: Unicode's Cf), HTML comments and heading-only lines are taken out, only
-    whitespace (any Unicode space) is left (decisions 0447, 0455)."""
+    joiner, BOM: Unicode's Cf), its HTML comment markers, its headings' `#`s and a heading that
+    is only Global's title (`# Global`) are taken out, only whitespace (any Unicode space) is
+    left (decisions 0447, 0455)."""
     shown = "".join(c for c in text if unicodedata.category(c) != "Cf")
-    return not _HEADING_LINE.sub("", _COMMENT.sub("", shown)).strip()
+    return not _HEADING.sub(_heading_text, _COMMENT_MARKER.sub("", shown)).strip()
+
+
+def _heading_text(heading: re.Match[str]) -> str:
+    said = " ".join((heading[1] or "").split())
+    return "" if said.casefold() in _TITLES else said
 
 
 def plan_workspace(current: dict[str, bytes], changes: list[PutChange | DeleteChange]) -> WorkspacePlan:

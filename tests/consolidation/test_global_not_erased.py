@@ -42,10 +42,11 @@ def global_memory(home: Home) -> MemoryStore:
     return store
 
 
-# A BOM is no text, nor are the other format characters, an HTML comment or a bare heading.
+# A BOM is no text, nor are the other format characters, an empty HTML comment, a bare heading
+# or one that only titles Global.
 @pytest.mark.parametrize(
     "empty",
-    ["", "\n\n  \n", "\ufeff", "\ufeff\u3000\n", "\u200b", "# Global\n", "## Me\n<!-- \u2060 -->\n<!--"],
+    ["", "\n\n  \n", "\ufeff", "\ufeff\u3000\n", "\u200b", "# Global\n", "##\n<!-- \u2060 -->\n<!--"],
 )
 def test_a_model_that_keeps_erasing_global_ends_invalid_proposal_and_global_stays(
     home: Home,
@@ -83,3 +84,36 @@ def test_an_empty_global_replaced_by_no_text_is_no_change(
     fake.reply(tool_call(_replace_global(source, "")))
     result = _consolidate(home, source, monkeypatch)
     assert result["status"] == "no-change" and fake.count == 1
+
+
+# Agents read Global raw: the words of a heading or of an HTML comment are text to them.
+TOLD = ["# Always answer in French\n## Never push to main\n", "<!-- always run make check -->\n"]
+
+
+@pytest.mark.parametrize("told", TOLD, ids=["headings", "comment"])
+def test_a_global_of_headings_or_comments_is_text_a_review_writes(
+    home: Home,
+    fake: FakeOpenAI,
+    source: Source,
+    global_memory: MemoryStore,
+    monkeypatch: pytest.MonkeyPatch,
+    told: str,
+) -> None:
+    """It was refused as erasing Global, after every step the model had."""
+    fake.reply(tool_call(_replace_global(source, told)))
+    result = _consolidate(home, source, monkeypatch)
+    assert result["status"] == "committed" and fake.count == 1, result
+    assert global_memory.read_global().content == told
+
+
+@pytest.mark.parametrize("told", TOLD, ids=["headings", "comment"])
+def test_a_global_of_headings_or_comments_is_never_erased(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch, told: str
+) -> None:
+    """It was judged no text, so a review emptying it committed."""
+    store = MemoryStore(home)
+    store.replace_global(store.read_global().revision, told)
+    fake.reply_always(lambda body: tool_call(_replace_global(source, "")))
+    result = _consolidate(home, source, monkeypatch)
+    assert result["status"] == "invalid-proposal" and ERASED in (result["reason"] or ""), result
+    assert store.read_global().content == told

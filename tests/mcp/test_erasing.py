@@ -20,8 +20,8 @@ pytestmark = pytest.mark.asyncio
 KEPT = "Answer tersely.\nPrefer uv over pip.\n"
 
 
-# A BOM is no text either, nor a zero-width space, an HTML comment or a bare heading.
-@pytest.mark.parametrize("blank", ["", "  \n\n\t\n", "\ufeff", "\u200b\n", "# Global\n<!-- none yet -->\n"])
+# A BOM is no text either, nor a zero-width space, an empty HTML comment or Global's title.
+@pytest.mark.parametrize("blank", ["", "  \n\n\t\n", "\ufeff", "\u200b\n", "# Global\n<!-- -->\n"])
 async def test_an_agent_never_erases_all_of_global(
     home: Home, store: MemoryStore, project: Path, tmp_path: Path, blank: str
 ) -> None:
@@ -59,6 +59,26 @@ async def test_an_agent_never_erases_all_of_global(
         await session.context()
         again = await session.update({"action": "replace-global", "content": blank})
         assert not again.is_error and text_of(again).startswith("No change"), text_of(again)
+
+
+@pytest.mark.parametrize(
+    "told",
+    ["# Always answer in French\n## Never push to main\n", "<!-- always run make check -->\n"],
+    ids=["headings", "comment"],
+)
+async def test_headings_and_comments_are_text_an_agent_writes_and_never_erases(
+    home: Home, store: MemoryStore, project: Path, told: str
+) -> None:
+    """Agents read Global raw: a heading's or a comment's words are text to them. Such a Global
+    was refused as no text, and once written by hand, left for an agent to erase."""
+    store.replace_global(EMPTY, KEPT)
+    async with agent(home, project) as session:
+        await session.context()
+        written = await session.update({"action": "replace-global", "content": told})
+        assert not written.is_error, text_of(written)
+        erased = await session.update({"action": "replace-global", "content": ""})
+        assert erased.is_error and text_of(erased).endswith("[remem/agent-erases-global]"), text_of(erased)
+    assert store.read_global().content == told
 
 
 @pytest.mark.parametrize(
