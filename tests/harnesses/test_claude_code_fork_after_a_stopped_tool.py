@@ -7,6 +7,7 @@ turn, and the next prompt is sent after the call and its result. The fork after 
 resumed with a new prompt, must send the model exactly what the parent sent with its next
 prompt (that prompt swapped for the child's), and leave the parent's file as it was; the
 lines of the call and its result belong to the turn, so `--at` either of them forks there too.
+So must a fork made before the parent goes on, when Claude Code's note is the file's last line.
 """
 
 from __future__ import annotations
@@ -46,16 +47,29 @@ def _lines(transcript: Path, kind: str) -> list[int]:
     return found
 
 
-def test_a_fork_after_a_turn_stopped_past_its_tool_call_keeps_the_call_and_its_result(tmp_path: Path) -> None:
+# Before the parent goes on, Claude Code's note is the file's last line, on no path: nothing
+# hangs off it yet. With no text before the call the turn has no answer: the note ends it too.
+@pytest.mark.parametrize(
+    ("said", "went_on_first"),
+    [("let me read", True), ("let me read", False), (None, False)],
+    ids=["after-the-parent-went-on", "before-the-parent-went-on", "no-text-before-the-parent-went-on"],
+)
+def test_a_fork_after_a_turn_stopped_past_its_tool_call_keeps_the_call_and_its_result(
+    tmp_path: Path, said: str | None, went_on_first: bool
+) -> None:
     with FakeAnthropic() as fake:
         cc = ClaudeCode(tmp_path / "cc", fake)
         (cc.cwd / "notes.txt").write_text("alpha\n")
-        fake.reply(tool_uses(("Read", {"file_path": str(cc.cwd / "notes.txt")}), text="let me read"))
+        fake.reply(tool_uses(("Read", {"file_path": str(cc.cwd / "notes.txt")}), text=said))
         parent = cc.run("first question", options=("--max-turns", "1"), check=False)
         assert parent.result["subtype"] == "error_max_turns", parent.result
-        fake.reply(text("second answer"))
-        cc.run("second question", resume=parent.session_id)
-        next_sent = fake.requests[-1]["messages"]
+
+        def go_on() -> list[dict]:  # type: ignore[type-arg]
+            fake.reply(text("second answer"))
+            cc.run("second question", resume=parent.session_id)
+            return fake.requests[-1]["messages"]  # type: ignore[no-any-return]
+
+        next_sent = go_on() if went_on_first else None
         before = parent.transcript.read_bytes()
         (call,), (result,) = _lines(parent.transcript, "tool_use"), _lines(parent.transcript, "tool_result")
         (note,) = _lines(parent.transcript, "max_turns_reached")
@@ -64,7 +78,7 @@ def test_a_fork_after_a_turn_stopped_past_its_tool_call_keeps_the_call_and_its_r
         turns = remem(home, root, "turns", parent.session_id)["turns"]
         assert [(t["user"], t["status"]) for t in turns] == [
             ("first question", "completed"),
-            ("second question", "completed"),
+            *([("second question", "completed")] if went_on_first else []),
         ]
         # It ends at Claude Code's note that it stopped, which the child needs to resume as the
         # parent did: without it, Claude Code closes the turn with "No response requested.".
@@ -76,6 +90,8 @@ def test_a_fork_after_a_turn_stopped_past_its_tool_call_keeps_the_call_and_its_r
         fake.reply(text("child answer"))
         child = cc.run("child question", resume=made["--turn 1"]["child"])
         sent = fake.requests[-1]["messages"]
+        assert parent.transcript.read_bytes() == before
+        next_sent = next_sent or go_on()
 
     assert child.result["result"] == "child answer"
     assert comparable(sent, "child question") == comparable(next_sent, "second question")
@@ -83,7 +99,6 @@ def test_a_fork_after_a_turn_stopped_past_its_tool_call_keeps_the_call_and_its_r
     # Anchored on the call or on its result, the fork is the same cut, after the same turn.
     ((turn, _),) = {(done["forkTurn"], done["seedLength"]) for done in made.values()}
     assert turn == 1
-    assert parent.transcript.read_bytes() == before
 
 
 def test_a_fork_after_a_turn_stopped_with_ctrl_c_past_its_tool_call_resumes_as_the_parent_went_on(

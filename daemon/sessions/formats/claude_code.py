@@ -604,13 +604,15 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
         ),
         turn.key,
     )
-    through = path[: next(at for at, line in enumerate(path) if line.record.uuid == last) + 1]
+    # Or at the `--max-turns` note below the path's end, on no path (`_Graph.stop_note_below`).
+    at = next((at for at, line in enumerate(path) if line.record.uuid == last), len(path) - 1)
+    through = path[: at + 1]
     kept = {line.record.uuid for line in through}
     # What is put back beside the path through the turn, and the lines nobody says hanging
-    # beside it before the turn's end (not the hook lines after its answer).
+    # beside it up to the turn's end (not the hook lines after its answer).
     beside = graph.side_nodes(through, on_path)
     kept.update(line.record.uuid for found in beside.placed.values() for line in found)
-    kept.update(line.record.uuid for line in beside.beside if line.number < turn.end)
+    kept.update(line.record.uuid for line in beside.beside if line.number <= turn.end)
     selected = sorted(
         (line for uuid in kept if uuid and (line := graph.nodes[uuid]).record.type != "progress"),
         key=attrgetter("number"),
@@ -1144,6 +1146,21 @@ class _Graph:
             if current is not None:
                 found[current.record.uuid] = current
         return found
+
+    def stop_note_below(self, line: Line[_Node]) -> Line[_Node] | None:
+        """Claude Code's note that `--max-turns` stopped the turn, among the lines nobody says
+        hanging below `line`: written after the path's last record, it is on no path until a
+        resume's prompt hangs off it. The walk stops at user and assistant records, so it
+        stays below `line`."""
+        stack = list(self.children.get(line.record.uuid or "", ()))
+        while stack:
+            below = self.nodes[stack.pop()]
+            if below.record.type in ("user", "assistant"):
+                continue
+            if _max_turns(below.record):
+                return below
+            stack.extend(self.children.get(below.record.uuid or "", ()))
+        return None
 
     def responses(self) -> dict[str, list[Line[_Node]]]:
         """The assistant records of each response (`message.id`), in file order."""
@@ -1778,8 +1795,11 @@ def _turn(
     closed = talked.record.type == "assistant" and _unsaid(talked.record)
     # So has one Claude Code noted it stopped (`--max-turns`): the turn ends at that note, which
     # its resume reads as a turn that ended, not as one cut short to close with "No response
-    # requested." (decision 0535).
+    # requested." (decision 0535). The last turn's note hangs below the path's end until a
+    # resume's prompt hangs off it.
     noted = next((line for line in reversed(group) if _max_turns(line.record)), None)
+    if noted is None and not followed:
+        noted = graph.stop_note_below(group[-1])
     if noted is not None and noted.number > talked.number:
         talked, closed = noted, True
     ended = unanswered and (followed or closed) and not interrupted
