@@ -34,21 +34,25 @@ class InProcessLink:
         """`watch=False` (the `daemon.watch: polling` setting) proves snapshots by stat alone."""
         self._home, self._watch = home, watch
         self._identity = home.identity()
-        self._handlers = InProcess(home, Host(watch=watch))
+        # Composed at the first call, as the daemon is started then: a home in the way (a file
+        # at REMEM_HOME) is each call's HomeUnusable, told to the agent, until the user fixes it.
+        self._handlers: InProcess | None = None
 
     async def request(self, method: Method[Params, Result], params: Params) -> Result:
         identity = self._home.identity()  # one stat: what the snapshot caches cannot see
         # None recorded: there was no home, so the handlers read none before the one made since.
-        if self._identity not in (None, identity):
+        if self._handlers is not None and self._identity not in (None, identity):
             log.warning("%s is another folder now: its memory is read afresh", self._home.root)
-            stale = self._handlers
-            self._handlers = InProcess(self._home, Host(watch=self._watch))
+            stale, self._handlers = self._handlers, None
             await stale.close()  # a call still running on it proves by looking at the files
+        if self._handlers is None:
+            self._handlers = InProcess(self._home, Host(watch=self._watch))
         self._identity = identity
         return await self._handlers.request(method, params)
 
     async def close(self) -> None:
-        await self._handlers.close()
+        if self._handlers is not None:
+            await self._handlers.close()
 
 
 def open_link(home: Home, use_daemon: bool, *, watch: bool = True) -> MemoryLink:

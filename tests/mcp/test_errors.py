@@ -156,15 +156,25 @@ async def test_a_link_made_in_the_home_is_said_to_the_agent_without_paths(
     assert list(outside.iterdir()) == [], "nothing written through it"
 
 
+@pytest.mark.parametrize("options", [(), ("--no-daemon",)], ids=["daemon", "no-daemon"])
 async def test_a_home_that_is_a_file_is_logged_as_such_at_start_and_the_agent_is_sent_to_memory_show(
-    tmp_path: Path, project: Path
+    tmp_path: Path, project: Path, options: tuple[str, ...]
 ) -> None:
     """The log's only line blamed settings.yml ("settings.yml is invalid, so memory folders are
-    not watched: … Not a directory"), and the agent was sent to that log first."""
+    not watched: … Not a directory"), and the agent was sent to that log first; with --no-daemon
+    the server exited 2 before answering `initialize`, its log saying every tool would answer."""
     home = Home(tmp_path / "home")
     home.root.write_text("not a folder\n")
     served = subprocess.run(
-        [sys.executable, "-m", "remem.daemon", "mcp", "--cwd", str(project)],  # --home refuses a file
+        [
+            sys.executable,
+            "-m",
+            "remem.daemon",
+            *options,
+            "mcp",
+            "--cwd",
+            str(project),
+        ],  # --home refuses a file
         input=_lines(
             {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": _INITIALIZE},
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
