@@ -550,11 +550,15 @@ class Consolidator:
         is refused as a new request would be (`NOT_FOUND`, `AMBIGUOUS`, `UNREADABLE`); live
         again, `LIVE` (decision 0487). It is taken only with the content the review id was made
         of, at the same path: the same digest, else `SOURCE_CHANGED`. Its revision may have moved
-        while the request waited (a `touch`, a `chmod`): the later observations compare this read's."""
-        if source.projected is not None:
-            return source, source.projected
+        while the request waited (a `touch`, a `chmod`): the later observations compare this read's.
+        One projected at its freeze is observed again as its commit will observe it: changed while
+        the request waited for its workspace's turn, it is refused before the model is asked."""
         session, catalog = source.entry.summary.id, source.catalog
         waited = Refused("SOURCE_CHANGED", f"session {session} changed while this request waited; try again")
+        if source.projected is not None:
+            if not self._still_same(source):
+                raise waited
+            return source, source.projected
         entries, errors = catalog.entries()
         entry = next((e for e in entries if e.summary.id == session), None)
         if entry is None:

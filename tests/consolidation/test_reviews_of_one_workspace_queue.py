@@ -7,6 +7,7 @@ saying what happened and that consolidating again retries, which it does."""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import threading
@@ -26,9 +27,10 @@ from remem.daemon.protocol.consolidation import Status
 from remem.daemon.server.runtime import DaemonPaths
 from tests.daemon.helpers import remem
 from tests.fake_openai import Computed, FakeOpenAI, Reply, tool_call
+from tests.sessions.factory import SessionSpec, build_session, write_session
 from tests.waiting import until, wait_until
 
-from .conftest import Source, proposal, put, write_source
+from .conftest import OLD, Source, proposal, put, write_source
 
 _GUARD_SECONDS = 60  # only so that a regression fails instead of hanging; never reached when fixed
 SAVED = "---\nname: hand-saved\ndescription: Saved by hand\ntype: project\n---\nSaved.\n"
@@ -133,6 +135,11 @@ def _lines(stream: IO[str], into: list[str]) -> threading.Thread:
     return reader
 
 
+def _run(home: Home, session: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "consolidate", session]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def test_two_sessions_of_one_workspace_in_two_no_daemon_runs_are_reviewed_in_turn(
     home: Home, fake: FakeOpenAI, source: Source, other: Source
 ) -> None:
@@ -142,14 +149,10 @@ def test_two_sessions_of_one_workspace_in_two_no_daemon_runs_are_reviewed_in_tur
         tool_call(proposal(put("run-ci", other.evidence()))),
     )
 
-    def run(session: str) -> subprocess.Popen[str]:
-        command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "consolidate", session]
-        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    first = run(source.id)
+    first = _run(home, source.id)
     try:
         wait_until(lambda: fake.count == 1, what="the first review to ask the model")
-        second = run(other.id)
+        second = _run(home, other.id)
         said: list[str] = []
         assert second.stderr is not None
         reader = _lines(second.stderr, said)
@@ -166,6 +169,43 @@ def test_two_sessions_of_one_workspace_in_two_no_daemon_runs_are_reviewed_in_tur
     assert first.returncode == 0, first_out
     assert second.returncode == 0 and out.startswith("committed, 1 change(s)"), out + "".join(said)
     assert fake.count == 2 and "prefer-uv" in _asked_with(fake, 1)
+
+
+def test_a_session_changed_while_its_review_waited_for_its_turn_is_refused_before_the_model(
+    home: Home, fake: FakeOpenAI, source: Source, other: Source, tmp_path: Path
+) -> None:
+    """It was checked again only at the commit: the model was asked about what the session no
+    longer holds, and that call lost to `source-changed`."""
+    gate = threading.Event()
+    fake.reply(
+        _held(gate, tool_call(proposal(put("prefer-uv", source.evidence())))),
+        tool_call(proposal(put("run-ci", other.evidence()))),
+    )
+    grown = build_session(SessionSpec(seed=2, turns=4, cwd=source.cwd), session_id=other.id)
+    rewritten = write_session(tmp_path / "grown", grown).read_bytes()
+    first = _run(home, source.id)
+    try:
+        wait_until(lambda: fake.count == 1, what="the first review to ask the model")
+        second = _run(home, other.id)
+        said: list[str] = []
+        assert second.stderr is not None
+        reader = _lines(second.stderr, said)
+        try:
+            waits = "… waiting for another consolidation of this session or its workspace to end\n"
+            wait_until(lambda: waits in said, what="the second review to wait", seen=lambda: said)
+            other.path.write_bytes(rewritten)  # the agent went on in the other session meanwhile
+            os.utime(other.path, (OLD, OLD))
+        finally:
+            gate.set()
+        out, _ = second.communicate(timeout=_GUARD_SECONDS)
+        reader.join(_GUARD_SECONDS)
+    finally:
+        gate.set()
+        first_out, _ = first.communicate(timeout=_GUARD_SECONDS)
+    assert first.returncode == 0, first_out
+    assert fake.count == 1, "the second review asked the model"
+    refused = f"session {other.id} changed while this request waited; try again"
+    assert second.returncode == 3 and refused in "".join(said), out + "".join(said)
 
 
 def test_a_hand_edit_meanwhile_is_a_conflict_that_says_a_new_run_retries_and_one_does(
