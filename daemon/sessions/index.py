@@ -28,6 +28,8 @@ from .models import SessionHeader
 from .projection import Projection, TurnBounds
 from .reader import ResumePoint
 
+# 29: an interrupted Claude Code turn with no answer ends at its marker, where it ended at its
+# last line, a meta line after the marker (decision 0535);
 # 28: the `--max-turns` note below the path's end (the file's last line until a resume) ends
 # the last Claude Code turn there, where it ended at its answer, or was open with none;
 # 27: an ended Claude Code turn ends past its answer, at its last line said or the note that
@@ -60,7 +62,7 @@ from .reader import ResumePoint
 # of reference forks; 11: Claude Code typed prompts, ended turns, branches after a caveat, titles
 # from branches, and Codex identity from line 1 and late outcomes; 10: Codex paginated forks'
 # cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
-SCHEMA_VERSION = 28
+SCHEMA_VERSION = 29
 BUSY_SECONDS = 30.0
 log = logging.getLogger(__name__)
 T = TypeVar("T")

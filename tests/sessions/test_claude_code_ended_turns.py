@@ -16,6 +16,7 @@ from remem.daemon.home import Home
 from remem.daemon.sessions.formats.claude_code import fork_selection, read_transcript
 
 from .claude_lines import (
+    CAVEAT,
     SID,
     attachment,
     jsonl,
@@ -75,6 +76,26 @@ def test_a_turn_the_next_prompt_follows_has_ended_at_its_last_tool_result() -> N
     ]
     assert fork_selection(data, NAME, 1).turn == ended
     assert fork_selection(data, NAME, 1).lines == (1, 2, 3)  # the prompt, the call, its result
+
+
+@pytest.mark.parametrize("answered", [True, False], ids=["answered", "unanswered"])
+def test_an_interrupted_turn_ends_at_its_marker_whether_or_not_it_has_an_answer(answered: bool) -> None:
+    """Stopped while its tool ran, then a local command: the turn's bookkeeping and the
+    command's isMeta caveat after the marker are not of it (decision 0535)."""
+    said = [say("a1", "u1", "running them")] if answered else []
+    data = jsonl(
+        prompt("u1", None, "run the tests"),
+        *said,
+        use("t1", "a1" if answered else "u1", "c1", name="Bash"),
+        result("r1", "t1", "c1", error=True),
+        prompt("x1", "r1", "[Request interrupted by user for tool use]"),
+        turn_duration("d1", "x1"),
+        prompt("m1", "d1", CAVEAT, isMeta=True),
+    )
+    marker = 4 + len(said)
+    (stopped,) = listed_as_read(data, NAME).turns
+    assert (stopped.status, stopped.end, stopped.key) == ("aborted", marker, "x1")
+    assert fork_selection(data, NAME, 1).lines == tuple(range(1, marker + 1))
 
 
 def test_only_the_last_turn_waits_for_its_answer_and_a_call_without_result_stays_open() -> None:

@@ -1802,12 +1802,13 @@ def _turn(
         noted = graph.stop_note_below(group[-1])
     if noted is not None and noted.number > talked.number:
         talked, closed = noted, True
-    ended = unanswered and (followed or closed) and not interrupted
-    # An answered turn that has ended ends there too, past its answer: the calls made after the
-    # text and their results (a stop while a tool ran, `--max-turns`) are what the model saw
-    # next, so a fork keeps them (decision 0535). One still going on ends at its answer.
-    over = answer is not None and (followed or closed or interrupted)
-    last = talked if ended or over else answer or group[-1]
+    # A turn that has ended (followed, closed, interrupted) ends there, answered or not: the
+    # calls made after its text and their results (a stop while a tool ran, `--max-turns`) are
+    # what the model saw next, so a fork keeps them, and an interrupted one ends at its marker,
+    # not at the meta lines after it (decision 0535). One still going on ends at its answer, a
+    # local command's at its last line.
+    ended = (followed or closed or interrupted) and (answer is not None or unanswered)
+    last = talked if ended else answer or group[-1]
     # Ending at a response whose other records and results are put back after it (a rewind to
     # one of its calls left them off the path): the turn ends at the last of them.
     last = max((last, *side.placed.get(last.record.uuid, ())), key=attrgetter("number"))
