@@ -19,6 +19,7 @@ import pytest
 
 from remem.daemon.home import Home
 from tests.permissions import as_user, daemon_bound, modes, remem_bound
+from tests.sessions.claude_lines import jsonl, prompt, say
 from tests.sessions.factory import SessionSpec, build_session, write_session
 
 
@@ -106,3 +107,31 @@ def test_a_session_listing_with_the_review_receipts_closed_lists_every_session_a
     assert [(n["id"], n["review"]["state"]) for n in nodes["nodes"]] == [(draft.header.id, "unknown")]
     assert nodes["errors"] == [error], nodes
     assert none.returncode == 0 and f"No agent sessions of {empty} were found." in none.stderr, none
+
+
+def test_a_harness_session_shown_with_the_review_receipts_closed_is_shown_its_review_unknown(
+    home: Home, tmp_path: Path, daemon: bool
+) -> None:
+    """`sessions show ID --json` of a Claude Code session was refused (exit 2) for the folder its
+    header's review state alone comes from, which a listing says `unknown` (decision 0529)."""
+    session = "0b3c6f0e-1111-4222-8333-944445555666"
+    projects = tmp_path / "claude" / "projects"
+    (projects / "-proj").mkdir(parents=True)
+    lines = (prompt("u1", None, "hi"), say("a1", "u1", "ok"))
+    (projects / "-proj" / f"{session}.jsonl").write_bytes(
+        jsonl(*({**line, "sessionId": session, "cwd": str(tmp_path)} for line in lines))
+    )
+    home.settings_file.write_text(
+        f"sessions:\n  roots:\n    - path: {str(projects)!r}\n      format: claude-code\n"
+    )
+    reviews = home.root / "memory" / "reviews"
+    with modes((reviews, 0)):
+        listing = [sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(reviews)]
+        if as_user(listing, {**os.environ}).returncode == 0:
+            pytest.skip("run as root, whose processes read past permissions still")
+        shown = remem_bound(home, "sessions", "show", session, "--json", daemon=daemon)
+
+    assert shown.returncode == 0, shown
+    answer = json.loads(shown.stdout)
+    assert (answer["header"]["id"], answer["header"]["review"]["state"]) == (session, "unknown"), answer
+    assert [turn["turn"] for turn in answer["turns"]] == [1], answer

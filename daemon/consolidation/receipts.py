@@ -270,16 +270,18 @@ class ReceiptStore:
         receipts, errors = [], []
         for path in self._files():
             if not is_utf8(path.name):  # no review id is: an answer holding it failed to be sent
-                errors.append(ListError(path=shown(str(path)), message=NAME_NOT_UTF8))
+                errors.append(ListError(path=shown(str(path)), message=NAME_NOT_UTF8, kind="reviews"))
                 continue
             try:
                 receipts.append(self._cached(path))
             except FileNotFoundError:  # replaced or removed since the glob
                 continue
             except _NotAFile as exc:  # a link, a FIFO: never followed nor opened
-                errors.append(ListError(path=str(path), message=str(exc)))
+                errors.append(ListError(path=str(path), message=str(exc), kind="reviews"))
             except (OSError, ValueError, ValidationError, yaml.YAMLError) as exc:
-                errors.append(ListError(path=str(path), message=f"not a valid receipt ({exc})"))
+                errors.append(
+                    ListError(path=str(path), message=f"not a valid receipt ({exc})", kind="reviews")
+                )
         return sorted(receipts, key=lambda r: (r.createdAt, r.review)), sorted(errors, key=lambda e: e.path)
 
     def _files(self) -> list[Path]:

@@ -132,10 +132,10 @@ class SessionMethods:
     ) -> Listing:
         """`found` with each session's review state (and the digest it was judged by); the same
         object again while neither the catalog's listing nor any receipt changed."""
-        receipts, closed = self._receipts_read()  # parsed once per receipt file version: same objects
-        if closed is not None:  # read again at the next listing, once its folder may be opened
+        receipts, unread = self._receipts_read()  # parsed once per receipt file version: same objects
+        if unread:  # read again at the next listing, once they may be read
             sessions = [s.model_copy(update={"review": REVIEW_UNKNOWN}) for s in found.sessions]
-            return found.model_copy(update={"sessions": sessions, "errors": [*found.errors, closed]})
+            return found.model_copy(update={"sessions": sessions, "errors": [*found.errors, *unread]})
         known = self._reviewed.get(cwd)
         if known is not None and known[0] is found and _same_objects(known[1], receipts):
             self._reviewed.move_to_end(cwd)
@@ -155,26 +155,27 @@ class SessionMethods:
             self._reviewed.popitem(last=False)
         return answer
 
-    def _receipts_read(self) -> tuple[list[Receipt], ListError | None]:
-        """Every receipt, or none and why, when their folder is closed to this user: a listing
-        still lists every session, its review states unknown and said so once, as an error of
-        the listing naming the folder and the fix, never refused whole (decision 0529)."""
+    def _receipts_read(self) -> tuple[list[Receipt], list[ListError]]:
+        """Every readable receipt, and what could not be read as errors of kind `reviews`: their
+        folder closed to this user (said once, naming the folder and the fix), or a receipt file
+        that cannot be read or is none. Either leaves every review state unknown, never refused
+        whole: a file that cannot be read could be any session's receipt (decision 0529)."""
         try:
-            return self._receipts.all(), None
+            return self._receipts.listing()
         except HomeUnusable as exc:
             unknown = f"the review receipts cannot be read, so no session's review state is shown: {exc}"
-            return [], ListError(path=str(self.home.reviews), message=unknown, kind="reviews")
+            return [], [ListError(path=str(self.home.reviews), message=unknown, kind="reviews")]
 
     async def tree(self, params: WorkspaceParams) -> TreeResult:
         progress = self._progress(params.cwd)
 
         def build(catalog: SessionCatalog) -> TreeResult:
             entries, errors = catalog.entries(params.cwd, progress)
-            receipts, closed = self._receipts_read()
-            errors += [closed] if closed is not None else []
+            receipts, unread = self._receipts_read()
+            errors += unread
             states = review_states(receipts, self._digests(catalog, entries, receipts))
             nodes = build_tree(lineage_items(entries)).flat()
-            if closed is not None:
+            if unread:
                 states = dict.fromkeys((n.id for n in nodes), REVIEW_UNKNOWN)
             return TreeResult(
                 nodes=[n.model_copy(update={"review": states[n.id]}) if n.id in states else n for n in nodes],
@@ -271,12 +272,15 @@ class SessionMethods:
             entry = catalog.find(params.id)
             if entry.format != "dsh":
                 # A harness file has no DSH header or events: its listing row stands for them,
-                # with its review state (and the digest it was judged by) as `sessions/list` has it.
+                # with its review state (and the digest it was judged by) as `sessions/list` has it:
+                # `unknown` where a listing's would be, said by the listing (decision 0529).
                 projection = catalog.projection(params.id)
-                receipts = self._receipts.all()
+                receipts, unread = self._receipts_read()
                 digests = self._digests(catalog, [entry], receipts)
                 states, row = review_states(receipts, digests), entry.summary
-                if row.id in states:
+                if unread:
+                    row = row.model_copy(update={"review": REVIEW_UNKNOWN})
+                elif row.id in states:
                     row = row.model_copy(update={"review": states[row.id], "digest": digests[row.id]})
                 return LogResult(
                     header=row.model_dump(mode="json"),

@@ -41,8 +41,8 @@ def test_a_receipt_file_named_not_utf8_is_its_own_error(home: Home, daemon: bool
         assert done.returncode == 0, done.stderr
         answer = json.loads(done.stdout)
         assert answer["errors"] == [
-            {"path": f"{folder}/\\xff.md", "message": NAME_NOT_UTF8},
-            {"path": f"{folder}/b\\xfe.md", "message": NAME_NOT_UTF8},
+            {"path": f"{folder}/\\xff.md", "message": NAME_NOT_UTF8, "kind": "reviews"},
+            {"path": f"{folder}/b\\xfe.md", "message": NAME_NOT_UTF8, "kind": "reviews"},
         ]
         assert [r["source"]["session"] for r in answer["receipts"]] == ["session-kept"]
         text = _remem(home, "receipts", daemon=daemon)

@@ -1,0 +1,58 @@
+"""A receipt file a listing cannot read leaves every review state unknown (decision 0529)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from remem.daemon.consolidation.receipts import ReceiptStore
+from remem.daemon.home import Home
+from tests.cli_process import remem
+from tests.fake_openai import FakeOpenAI, tool_call
+from tests.permissions import modes, remem_bound
+
+from .conftest import Source, both_scopes
+from .test_receiptsfix_unreadable_memory import unreadable_to_user
+
+
+def _listed(home: Home, daemon: bool, bound: bool = False) -> tuple[dict[str, object], str]:
+    run = remem_bound if bound else remem
+    answer = json.loads(run(home, "sessions", "list", "--json", daemon=daemon).stdout)
+    text = run(home, "sessions", "list", daemon=daemon)
+    return answer, text.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize("daemon", [False, True], ids=["no-daemon", "daemon"])
+def test_a_receipt_file_that_cannot_be_read_leaves_review_states_unknown_and_says_why(
+    home: Home, fake: FakeOpenAI, source: Source, daemon: bool
+) -> None:
+    """One damaged or closed receipt file was skipped, its session listed `never` with no error,
+    and the editor offered a Consolidate that was then refused: whose receipt a file is that
+    cannot be read is unknown, so every state is, and the file is the listing's error."""
+    fake.reply(tool_call(both_scopes(source)))
+    assert remem(home, "consolidate", source.id).returncode == 0
+    [receipt] = ReceiptStore(home).all()
+    path = ReceiptStore(home).path(receipt.review)
+    try:
+        good = path.read_text()
+        path.write_text("---\nnot: [valid\n")
+        damaged, damaged_footer = _listed(home, daemon)
+        path.write_text(good)
+        opened, _ = _listed(home, daemon)
+    finally:
+        if daemon:
+            remem(home, "daemon", "stop")
+    with modes((path, 0)):  # a daemon started as root would read it still
+        unreadable_to_user(path)
+        closed, closed_footer = _listed(home, False, bound=True)
+
+    for answer, footer in ((damaged, damaged_footer), (closed, closed_footer)):
+        assert [row["review"]["state"] for row in answer["sessions"]] == ["unknown"], answer  # type: ignore[index]
+        [error] = answer["errors"]  # type: ignore[misc]
+        assert (error["path"], error["kind"]) == (str(path), "reviews"), error
+        assert footer == "1 session(s), 0 unreadable, review states unknown", footer
+    assert damaged["errors"][0]["message"].startswith("not a valid receipt ("), damaged  # type: ignore[index]
+    assert "Permission denied" in closed["errors"][0]["message"], closed  # type: ignore[index]
+    assert [row["review"]["state"] for row in opened["sessions"]] == ["consolidated"], opened  # type: ignore[index]
+    assert opened["errors"] == [], opened
