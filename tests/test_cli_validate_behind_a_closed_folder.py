@@ -59,7 +59,11 @@ def test_a_name_too_long_is_said_with_exit_2(home: Home, tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(
-    ("closed", "unchecked"), [("sub", ", so the memory files in it went unchecked"), ("secret.md", "")]
+    ("closed", "unchecked"),
+    [
+        ("sub", ", so the memory files in it went unchecked"),
+        ("secret.md", ", so the checks across its folder's files (duplicate names, the index) were skipped"),
+    ],
 )
 @pytest.mark.parametrize("where", [["--no-daemon"], []], ids=["in-process", "through-the-daemon"])
 def test_a_folder_or_file_inside_that_cannot_be_read_is_said_with_exit_2(
@@ -81,10 +85,9 @@ def test_a_folder_or_file_inside_that_cannot_be_read_is_said_with_exit_2(
     said = (
         f"cannot be read (Permission denied){unchecked}; let your user read it, or validate a copy elsewhere"
     )
-    checked = 2 if closed == "sub" else 1  # a file it cannot read: its siblings go unjudged too
     assert (validated.returncode, validated.stdout, validated.stderr) == (
         2,
-        f"{checked} file(s) checked, 0 problem(s), 1 not read\n",
+        "2 file(s) checked, 0 problem(s), 1 not read\n",
         f"remem: {project / closed}: {said}\n",
     ), validated
 
@@ -174,8 +177,53 @@ def test_a_file_named_in_a_folder_its_user_may_enter_but_not_list_is_checked(
         ):
             pytest.skip("run as root, whose processes read any folder still")
         validated = as_user([*command, str(folder / "b.md")], {**os.environ})
-    assert (validated.returncode, validated.stderr) == (1, ""), validated
+    skipped = (
+        "cannot be listed (Permission denied), so the checks across its files (duplicate names, the "
+        "index) were skipped; let your user read it, or validate a copy elsewhere"
+    )
+    assert (validated.returncode, validated.stderr) == (1, f"remem: {folder}: {skipped}\n"), validated
     assert "the front matter has no `type`" in validated.stdout, validated
+
+
+@pytest.mark.parametrize("folder_mode", [0o755, 0o311], ids=["listed", "entered-not-listed"])
+def test_a_sibling_that_cannot_be_read_hides_neither_the_file_named_nor_the_others(
+    home: Home, tmp_path: Path, folder_mode: int
+) -> None:
+    """`mem/c.md` mode 0: validating `mem/a.md` said only c.md, `0 file(s) checked`, exit 2, and
+    `--json` `"files": []`, a.md's error unsaid. The readable files are judged alone, c.md said
+    with the checks across the folder's files that were skipped."""
+    folder = tmp_path / "mem"
+    folder.mkdir()
+    for name, kind in (("a", "nope"), ("b", "feedback"), ("c", "feedback")):
+        (folder / f"{name}.md").write_text(
+            f"---\nname: {name}\ndescription: {name}.\ntype: {kind}\n---\nB.\n"
+        )
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon"]
+    validate = [*command, "memory", "validate", "--json"]
+    with modes((folder / "c.md", 0), (folder, folder_mode)):
+        if as_user([sys.executable, "-c", f"open({str(folder / 'c.md')!r})"], {**os.environ}).returncode == 0:
+            pytest.skip("run as root, whose processes read any file still")
+        named = as_user([*validate, str(folder / "a.md"), str(folder / "b.md")], {**os.environ})
+    answer = json.loads(named.stdout)
+    assert (named.returncode, named.stderr) == (1, ""), named
+    assert [(f["path"], [d["code"] for d in f["diagnostics"]]) for f in answer["files"]] == [
+        (str(folder / "a.md"), ["remem/type-invalid"]),
+        (str(folder / "b.md"), []),
+    ]
+    said = {
+        0o755: (
+            folder / "c.md",
+            "cannot be read (Permission denied), so the checks across its folder's files "
+            "(duplicate names, the index) were skipped",
+        ),
+        0o311: (
+            folder,
+            "cannot be listed (Permission denied), so the checks across its files "
+            "(duplicate names, the index) were skipped",
+        ),
+    }[folder_mode]
+    advice = "; let your user read it, or validate a copy elsewhere"
+    assert answer["unread"] == [{"path": str(said[0]), "message": said[1] + advice}]
 
 
 def test_in_the_home_a_folder_outside_memory_is_never_said(home: Home) -> None:

@@ -79,7 +79,8 @@ def lint_paths(
     makes it, not its name (decision 0519), and in a workspace folder that is a link (which the
     store refuses) nothing is read. A file or folder on the way this user may not read is
     appended to `unread`, its files left out, the rest judged (a Docker volume in a project
-    hid every result), never a bug's error."""
+    hid every result), never a bug's error; beside a file that cannot be read, its folder's
+    others are judged alone."""
     unread = [] if unread is None else unread
     files = _expand(paths, workspaces, unread)
     home = workspaces.resolve() if workspaces is not None else None  # once, not per file
@@ -99,7 +100,7 @@ def lint_paths(
             by_folder[path.parent].append(path)
     for folder, wanted in by_folder.items():
         try:
-            reports.update(_lint_folder(folder, wanted))
+            reports.update(_lint_folder(folder, wanted, unread))
         except PermissionError as error:
             unread.append(_cannot_read(error))
     # A name that is not UTF-8 is shown as the store shows it, with `\x` escapes JSON can carry.
@@ -130,19 +131,48 @@ def _in_workspace_folder(path: Path, home: Path) -> bool:
     return path.parent.resolve().parent == home
 
 
-def _lint_folder(folder: Path, wanted: list[Path]) -> dict[Path, list[Diagnostic]]:
+def _lint_folder(folder: Path, wanted: list[Path], unread: list[Unchecked]) -> dict[Path, list[Diagnostic]]:
     # A folder the user names is read where it leads (a folder linked elsewhere, `/tmp` on
     # macOS); the listing itself follows no link, and a link in the home was said above.
     resolved = folder.resolve()
     try:
         reports = lint_workspace_folder(resolved)
     except PermissionError as error:
-        if os.fsdecode(error.filename) != str(resolved) or _impassable(resolved):
+        blocked = Path(os.fsdecode(error.filename))
+        if blocked == resolved and not _impassable(resolved):
+            # Entered but not listed (mode 0711): its siblings cannot be known.
+            unread.append(Unchecked(shown(str(folder)), _unlisted(error)))
+        elif blocked.parent == resolved:
+            # One file unread must not hide what its siblings, or the file named, hold.
+            unread.append(_cannot_read(error, ", so " + _ACROSS.format("its folder's")))
+        else:
             raise
-        # A folder its user may enter but not list (mode 0711): the files named in it are read,
-        # each judged alone, as its siblings cannot be known.
-        return {path: _judged_alone(path) for path in wanted}
+        return _each_alone(wanted, resolved, blocked, unread)
     return {path: reports[path.name] for path in wanted}
+
+
+_ACROSS = "the checks across {} files (duplicate names, the index) were skipped"
+
+
+def _unlisted(error: OSError) -> str:
+    skipped = _ACROSS.format("its")
+    advice = "let your user read it, or validate a copy elsewhere"
+    return f"cannot be listed ({error.strerror}), so {skipped}; {advice}"
+
+
+def _each_alone(
+    wanted: list[Path], resolved: Path, said: Path, unread: list[Unchecked]
+) -> dict[Path, list[Diagnostic]]:
+    """The files of `wanted` (all in the folder `resolved`) that can be read, each judged alone;
+    one that cannot is appended to `unread`, unless it is `said` already."""
+    reports = {}
+    for path in wanted:
+        try:
+            reports[path] = _judged_alone(path)
+        except PermissionError as error:
+            if resolved / path.name != said:
+                unread.append(_cannot_read(error))
+    return reports
 
 
 def _judged_alone(path: Path) -> list[Diagnostic]:
@@ -453,10 +483,11 @@ def _impassable(folder: Path) -> bool:
     return False
 
 
-def _cannot_read(error: OSError) -> Unchecked:
-    """What to say of a file or folder this user may not read (`error` names it)."""
+def _cannot_read(error: OSError, skipped: str = "") -> Unchecked:
+    """What to say of a file or folder this user may not read (`error` names it); `skipped`:
+    what else went unchecked for it, said after why."""
     path = os.fsdecode(error.filename)
-    unchecked = ", so the memory files in it went unchecked" if os.path.isdir(path) else ""
+    unchecked = ", so the memory files in it went unchecked" if os.path.isdir(path) else skipped
     return Unchecked(
         shown(path),
         f"cannot be read ({error.strerror}){unchecked}; let your user read it, or validate a copy elsewhere",
