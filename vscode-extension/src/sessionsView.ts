@@ -9,7 +9,7 @@ import type { Fix } from './fixes';
 import { type FolderElement, FolderView } from './folderView';
 import type { Folder, Server } from './flows';
 import { ClientCommands } from './ids';
-import { Requests, type FlatNode, type SessionsProgressParams, type SessionTreeResult } from './protocol';
+import { Requests, type FlatNode, type SessionsProgressParams, type SessionTreeResult, unreadSessions } from './protocol';
 import { emptyRows, errorRows, FolderSessions, type KeptState, loadingRow, type NoteRow, relabelled, settingsRows } from './sessionsState';
 import { SessionForest, inParentTranscript, sessionItem, visibleNodes } from './sessionTree';
 import { errorMessage } from './vscodeapi';
@@ -199,9 +199,10 @@ export class SessionsView extends FolderView<SessionEntry> {
   }
 
   /** The folder above `cwd` its empty state names, once found; a folder with sessions (or some it
-   * could not read) asks none, and one that had sessions and has none now asks again. */
+   * could not read) asks none, and one that had sessions and has none now asks again. Review
+   * receipts that could not be read hide no session: such a folder is still empty. */
   private aboveOf(cwd: string, result: SessionTreeResult): string | undefined {
-    const empty = result.nodes.length === 0 && !result.errors?.length;
+    const empty = result.nodes.length === 0 && unreadSessions(result.errors).length === 0;
     if (empty && this.drawnEmpty.get(cwd) === false) this.above.forget(cwd);
     this.drawnEmpty.set(cwd, empty);
     return empty ? this.above.of(cwd) : undefined;

@@ -165,6 +165,17 @@ test('a subfolder of a project without sessions names the folder above whose wor
   assert.deepEqual(server.asked, [`${TREE} /home/me/proj`]);
 });
 
+test('review receipts that cannot be read leave an empty folder empty: the folder above is still named', async (t) => {
+  homeAt(t, '/home/me');
+  const reviews = { path: '/home/me/.remem/memory/reviews', message: 'the review receipts cannot be read', kind: 'reviews' as const };
+  const trees: Record<string, SessionTreeResult> = {
+    '/home/me/proj': { nodes: [node('p1', { review: { state: 'unknown' } })], errors: [reviews] },
+  };
+  const server = folderServer((_method, cwd) => trees[cwd] ?? { nodes: [], errors: [reviews] });
+  const notes = await oneFolder(server, '/home/me/proj/app').settled();
+  assert.ok(notes.includes('Sessions were recorded in the parent folder ~/proj'), JSON.stringify(notes));
+});
+
 test('outside the home folder no folder above is asked: none is a project below home', async (t) => {
   homeAt(t, '/home/me');
   const server = folderServer((_method, cwd) => ({ nodes: cwd === '/tmp/scratch/sub' || cwd === '/home/other/proj/sub' ? [] : [node('n')] }));
