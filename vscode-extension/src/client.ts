@@ -232,17 +232,22 @@ export class RememClient implements Server, vscode.Disposable {
     return client;
   }
 
-  /** A server older than the extension refuses what it does not know (an undo of a first change):
-   * said once at start, with the way out, rather than as a refusal at each request. */
+  /** A server older than the extension refuses what it does not know (an undo of a first change);
+   * one newer answers what the extension does not know (a new review state, a new kind of error),
+   * which it may show wrongly. Either is said once at start, with the way out, rather than as a
+   * refusal or a wrong row at each request. */
   private checkProtocol(client: LanguageClient, executable: string): void {
     const spoken = serverProtocol(client.initializeResult?.capabilities);
-    if (spoken !== null && spoken >= PROTOCOL) return;
-    const message =
-      `remem: ${executable} is older than this extension (protocol ${spoken ?? '30 or older'}; the extension ` +
-      `speaks ${PROTOCOL}), so some actions will be refused. Update remem (or set "${Settings.commandName}" ` +
-      'to a newer one), then restart the server.';
+    if (spoken === PROTOCOL) return;
+    const newer = spoken !== null && spoken > PROTOCOL;
+    const message = newer
+      ? `remem: ${executable} is newer than this extension (protocol ${spoken}; the extension speaks ${PROTOCOL}), ` +
+        'so some of what it answers may be shown wrongly or not at all. Update the extension, then reload the window.'
+      : `remem: ${executable} is older than this extension (protocol ${spoken ?? '30 or older'}; the extension ` +
+        `speaks ${PROTOCOL}), so some actions will be refused. Update remem (or set "${Settings.commandName}" ` +
+        'to a newer one), then restart the server.';
     this.log.warn(message);
-    void tellWithFixes('warn', message, [RESTART_SERVER, OPEN_COMMAND_SETTING]);
+    void tellWithFixes('warn', message, newer ? [] : [RESTART_SERVER, OPEN_COMMAND_SETTING]);
   }
 
   private serverOptions(executable: string, cwd: string): ServerOptions {

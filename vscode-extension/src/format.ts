@@ -93,9 +93,14 @@ export function sessionLabel(node: FlatNode, parent: Pick<FlatNode, 'id' | 'titl
   return `After turn ${node.forkTurn} · ${own}`;
 }
 
+const STATE_NAMES: ReadonlySet<string> = new Set<ReviewStateName>(['never', 'consolidated', 'no-change', 'failed', 'pending', 'changed', 'unknown']);
+
+/** The state's name; a state a newer daemon sends that this extension does not know is `unknown`
+ * to it: neither shown as reviewed nor offered to consolidate. */
 export function reviewStateName(review: ReviewState | null | undefined): ReviewStateName {
   if (!review) return 'never';
-  return typeof review === 'string' ? review : review.state;
+  const name = typeof review === 'string' ? review : review.state;
+  return STATE_NAMES.has(name) ? name : 'unknown';
 }
 
 /** A state as shown: the daemon counts a cancelled review as `failed`, but the user chose it. */

@@ -216,7 +216,7 @@ test('a server that dies while answering is said so, with what to do, not in the
   assert.deepEqual(fixesOf(await asked.catch((e: unknown) => e)), [RESTART_SERVER, SHOW_LOG]);
 });
 
-test('a server older than the extension is said once at start, with the way out', async () => {
+test('a server older or newer than the extension is said once at start, with the way out', async () => {
   const started = async (initializeResult: unknown): Promise<string[]> => {
     ui.initializeResult = initializeResult;
     ui.warnings.length = 0;
@@ -232,6 +232,11 @@ test('a server older than the extension is said once at start, with the way out'
   const named = await started({ capabilities: { experimental: { remem: { protocol: PROTOCOL - 1 } } } });
   assert.match(named[0], new RegExp(`\\(protocol ${PROTOCOL - 1}; the extension speaks ${PROTOCOL}\\)`));
   assert.deepEqual(await started({ capabilities: { experimental: { remem: { protocol: PROTOCOL } } } }), []);
-  assert.deepEqual(await started({ capabilities: { experimental: { remem: { protocol: PROTOCOL + 1 } } } }), []);
+  ui.buttons.length = 0;
+  const newer = await started({ capabilities: { experimental: { remem: { protocol: PROTOCOL + 1 } } } });
+  assert.equal(newer.length, 1);
+  assert.match(newer[0], new RegExp(`^remem: .+ is newer than this extension \\(protocol ${PROTOCOL + 1}; the extension speaks ${PROTOCOL}\\)`));
+  assert.match(newer[0], /Update the extension, then reload the window\.$/);
+  assert.deepEqual(ui.buttons, [[]]);
   ui.initializeResult = { capabilities: { experimental: { remem: { protocol: PROTOCOL } } } };
 });

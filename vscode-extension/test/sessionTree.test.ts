@@ -99,6 +99,14 @@ test('a review state unknown (the receipts cannot be read) is said so, with no C
   assert.doesNotMatch(item.tooltip, /not consolidated/);
 });
 
+test('a review state this extension does not know (a newer daemon\'s) is unknown: neither reviewed nor offered', () => {
+  const newer = node('n', { review: { state: 'superseded' } as never, createdAt: NOW - HOUR });
+  assert.equal(sessionContextValue(newer), 'session:active:finished');
+  const item = sessionItem(new SessionForest([]), newer, NOW);
+  assert.equal(item.description, '1 h ago · ? review state unknown');
+  assert.match(item.tooltip, /^Review: review state unknown$/m);
+});
+
 test('every review state has its own badge; a bare string state is read too', () => {
   const forest = new SessionForest([]);
   const badge = (review: (typeof FAMILY)[0]['review']) =>
