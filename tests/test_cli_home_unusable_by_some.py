@@ -23,6 +23,7 @@ import pytest
 from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
+from tests.cli_process import MCP_CONTEXT_CALL
 
 NOT_UTF8 = os.fsdecode(b"caf\xe9")
 REFUSED = (
@@ -90,17 +91,9 @@ def test_the_mcp_server_starts_and_tells_the_agent_the_home_is_in_the_way(
     latin1_home: Path, tmp_path: Path
 ) -> None:
     """It exited 2 before answering initialize: the agent had no memory tools at all."""
-    client = {"name": "t", "version": "1"}
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "memory_context", "arguments": {}}},
-    ]  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "remem.daemon", "mcp", "--cwd", str(tmp_path)],
-        input="".join(json.dumps(line) + "\n" for line in lines),
+        input=MCP_CONTEXT_CALL,
         capture_output=True,
         text=True,
         errors="backslashreplace",

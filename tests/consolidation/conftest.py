@@ -1,26 +1,36 @@
-"""A home whose consolidation route points at a fake model server, and a finished session."""
+"""A home whose consolidation route points at a fake model server, and a finished session; a
+model reply held until the test lets it go, and reviews run in turn through the home's daemon."""
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.consolidation.evidence import project_evidence
 from remem.daemon.home import Home
 from remem.daemon.protocol.consolidation import EvidenceRange
+from remem.daemon.server.runtime import DaemonPaths
 from remem.daemon.sessions.reader import read_session
-from tests.fake_openai import FakeOpenAI
+from tests.daemon.helpers import remem
+from tests.fake_openai import Computed, FakeOpenAI, Reply
 from tests.sessions.factory import SessionSpec, build_session, write_session
+from tests.waiting import until
 
 from .folder_hook import daemon_env  # noqa: F401 - a fixture of the tests that move a folder
 
 KEY_ENV = "REMEM_TEST_MODEL_KEY"
 OLD = 1_600_000_000  # an mtime long past, so the session is not live
+GUARD_SECONDS = 60  # only so that a regression fails instead of hanging; never reached when fixed
 
 
 @dataclass
@@ -69,6 +79,59 @@ def source(home: Home, fake: FakeOpenAI, tmp_path: Path) -> Source:
     root = tmp_path / "dsh-sessions"
     configure(home, fake, root, timeout_seconds=20)
     return write_source(root, str(tmp_path / "project"))
+
+
+@pytest.fixture
+def served(home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The home's requests go through its daemon, stopped after the test whatever it did."""
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    yield
+    if DaemonPaths(home, layout=False).running():
+        remem(home, "daemon", "stop")
+
+
+@asynccontextmanager
+async def progress_client(home: Home) -> AsyncIterator[tuple[AsyncDaemonClient, list[str]]]:
+    """A client of the home's daemon, and the phases of the consolidation progress it is sent."""
+    phases: list[str] = []
+    client = await AsyncDaemonClient.open(
+        home, listener=lambda m, p: phases.append(p["phase"]) if m == "consolidation/progress" else None
+    )
+    try:
+        yield client, phases
+    finally:
+        await client.close()
+
+
+async def run_in_turn(
+    client: AsyncDaemonClient,
+    fake: FakeOpenAI,
+    gate: threading.Event,
+    sessions: tuple[str, str],
+    waited: Callable[[], object],
+    what: str,
+) -> list[dict[str, Any]]:
+    """The answers to reviews of `sessions` through `client`: the second asked for once the first
+    asked the model, `gate` set once `waited()` holds (`what` it waits for)."""
+    try:
+        first = asyncio.ensure_future(client.call("consolidation/run", {"session": sessions[0]}))
+        await until(lambda: fake.count == 1, what="the first run to ask the model")
+        second = asyncio.ensure_future(client.call("consolidation/run", {"session": sessions[1]}))
+        await until(waited, what=what)
+        gate.set()
+        return list(await asyncio.wait_for(asyncio.gather(first, second), GUARD_SECONDS))
+    finally:
+        gate.set()
+
+
+def gated(gate: threading.Event, then: Reply) -> Computed:
+    """A reply given only once `gate` is set: the run asking stays in its review until then."""
+
+    def answer(request: dict[str, Any]) -> Reply:
+        gate.wait(GUARD_SECONDS)
+        return then
+
+    return Computed(answer)
 
 
 def put(

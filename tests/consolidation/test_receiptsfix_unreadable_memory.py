@@ -26,7 +26,7 @@ import pytest
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
-from tests.cli_process import remem
+from tests.cli_process import MCP_CONTEXT_CALL, remem
 from tests.fake_openai import FakeOpenAI, tool_call
 from tests.permissions import as_user, daemon_bound, modes, remem_bound
 
@@ -131,18 +131,9 @@ def test_an_agent_is_told_the_home_is_in_the_way_by_an_unreadable_global_memory_
     remem "failed unexpectedly", and the server's log held a PermissionError's traceback."""
     home.ensure_layout()
     home.global_file.write_text("# Global\n\nPrefer uv.\n")
-    client = {"name": "t", "version": "1"}
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "memory_context", "arguments": {}}},
-    ]  # fmt: skip
-    given = "".join(json.dumps(line) + "\n" for line in lines)
     with modes((home.global_file, 0)):
         unreadable_to_user(home.global_file)
-        done = remem_bound(home, "mcp", "--cwd", str(tmp_path), daemon=daemon, given=given)
+        done = remem_bound(home, "mcp", "--cwd", str(tmp_path), daemon=daemon, given=MCP_CONTEXT_CALL)
 
     assert done.returncode == 0, done.stderr
     answers = {answer["id"]: answer for answer in map(json.loads, done.stdout.splitlines())}

@@ -11,44 +11,53 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
 
-from remem.daemon.cli.backend import NO_DAEMON_ENV
-from remem.daemon.client import AsyncDaemonClient
 from remem.daemon.consolidation.runner import Consolidator
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.consolidation import Status
-from remem.daemon.server.runtime import DaemonPaths
 from tests.daemon.helpers import remem
-from tests.fake_openai import Computed, FakeOpenAI, Reply, tool_call
+from tests.fake_openai import FakeOpenAI, tool_call
 from tests.sessions.factory import SessionSpec, build_session, write_session
 from tests.waiting import until, wait_until
 
-from .conftest import OLD, Source, proposal, put, write_source
+from .conftest import (
+    GUARD_SECONDS,
+    OLD,
+    Source,
+    gated,
+    progress_client,
+    proposal,
+    put,
+    run_in_turn,
+    write_source,
+)
 
-_GUARD_SECONDS = 60  # only so that a regression fails instead of hanging; never reached when fixed
+WAITS = "… waiting for another consolidation of this session or its workspace to end\n"
 SAVED = "---\nname: hand-saved\ndescription: Saved by hand\ntype: project\n---\nSaved.\n"
-
-
-def _held(gate: threading.Event, then: Reply) -> Computed:
-    """A reply given only once `gate` is set: the run asking stays in its review until then."""
-
-    def answer(request: dict[str, Any]) -> Reply:
-        gate.wait(_GUARD_SECONDS)
-        return then
-
-    return Computed(answer)
 
 
 def _asked_with(fake: FakeOpenAI, n: int) -> str:
     """The review input (the user message) of the model's `n`th request."""
     return str(fake.requests[n]["messages"][1]["content"])
+
+
+def _first_held(fake: FakeOpenAI, source: Source, other: Source) -> threading.Event:
+    """The model's replies: the first review's (a record `prefer-uv`) held until the event returned
+    is set, the second's (`run-ci`) given at once."""
+    gate = threading.Event()
+    fake.reply(
+        gated(gate, tool_call(proposal(put("prefer-uv", source.evidence())))),
+        tool_call(proposal(put("run-ci", other.evidence()))),
+    )
+    return gate
 
 
 @pytest.fixture
@@ -57,40 +66,19 @@ def other(source: Source, tmp_path: Path) -> Source:
     return write_source(tmp_path / "dsh-sessions", source.cwd, seed=2)
 
 
-@pytest.fixture
-def served(home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The home's requests go through its daemon, stopped after the test whatever it did."""
-    monkeypatch.delenv(NO_DAEMON_ENV)
-    yield
-    if DaemonPaths(home, layout=False).running():
-        remem(home, "daemon", "stop")
-
-
 def test_two_sessions_of_one_workspace_through_the_daemon_are_reviewed_in_turn(
     home: Home, fake: FakeOpenAI, source: Source, other: Source, served: None
 ) -> None:
-    gate = threading.Event()
-    fake.reply(
-        _held(gate, tool_call(proposal(put("prefer-uv", source.evidence())))),
-        tool_call(proposal(put("run-ci", other.evidence()))),
-    )
+    gate = _first_held(fake, source, other)
 
     async def scenario() -> tuple[list[dict[str, Any]], list[str]]:
-        phases: list[str] = []
-        client = await AsyncDaemonClient.open(
-            home, listener=lambda m, p: phases.append(p["phase"]) if m == "consolidation/progress" else None
-        )
-        try:
-            first = asyncio.ensure_future(client.call("consolidation/run", {"session": source.id}))
-            await until(lambda: fake.count == 1, what="the first review to ask the model")
-            second = asyncio.ensure_future(client.call("consolidation/run", {"session": other.id}))
+        async with progress_client(home) as (client, phases):
             # Waiting for its turn, or (as before) asking the model on the memory the first froze.
-            await until(lambda: "waiting" in phases or fake.count == 2, what="the second review")
-            gate.set()
-            return list(await asyncio.wait_for(asyncio.gather(first, second), _GUARD_SECONDS)), phases
-        finally:
-            gate.set()
-            await client.close()
+            answers = await run_in_turn(
+                client, fake, gate, (source.id, other.id),
+                lambda: "waiting" in phases or fake.count == 2, "the second review",
+            )  # fmt: skip
+            return answers, phases
 
     (first, second), phases = asyncio.run(scenario())
     assert first["status"] == "committed", first
@@ -105,7 +93,7 @@ def test_a_session_reviewed_already_is_answered_while_another_of_its_workspace_i
     """Its receipt answers it: it does not wait minutes for the other review's turn to end."""
     fake.reply(tool_call(proposal(put("run-ci", other.evidence()))))
     gate = threading.Event()
-    fake.reply(_held(gate, tool_call(proposal(put("prefer-uv", source.evidence())))))
+    fake.reply(gated(gate, tool_call(proposal(put("prefer-uv", source.evidence())))))
 
     async def scenario() -> tuple[Status, list[str], Status]:
         consolidator = Consolidator(home)
@@ -116,7 +104,7 @@ def test_a_session_reviewed_already_is_answered_while_another_of_its_workspace_i
             await until(lambda: fake.count == 2, what="the other review to ask the model")
             phases: list[str] = []
             again = await asyncio.wait_for(
-                consolidator.consolidate(other.id, lambda phase, data: phases.append(phase)), _GUARD_SECONDS
+                consolidator.consolidate(other.id, lambda phase, data: phases.append(phase)), GUARD_SECONDS
             )
         finally:
             gate.set()
@@ -140,34 +128,65 @@ def _run(home: Home, session: str) -> subprocess.Popen[str]:
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_two_sessions_of_one_workspace_in_two_no_daemon_runs_are_reviewed_in_turn(
-    home: Home, fake: FakeOpenAI, source: Source, other: Source
-) -> None:
-    gate = threading.Event()
-    fake.reply(
-        _held(gate, tool_call(proposal(put("prefer-uv", source.evidence())))),
-        tool_call(proposal(put("run-ci", other.evidence()))),
-    )
+@dataclass
+class _Turns:
+    """Two `--no-daemon` reviews run to their end: what each printed, the second's standard error
+    line by line."""
 
-    first = _run(home, source.id)
+    first: subprocess.Popen[str]
+    first_out: str
+    second: subprocess.Popen[str]
+    out: str
+    said: list[str]
+
+
+def _in_turn(
+    home: Home,
+    fake: FakeOpenAI,
+    gate: threading.Event,
+    sessions: tuple[str, str],
+    waited: Callable[[list[str]], bool],
+    what: str,
+    meanwhile: Callable[[], None] = lambda: None,
+) -> _Turns:
+    """A review of the first of `sessions`, and once it asked the model one of the second; once
+    `waited` holds of the second's lines of standard error, `meanwhile` runs and `gate` is set."""
+    first = _run(home, sessions[0])
     try:
         wait_until(lambda: fake.count == 1, what="the first review to ask the model")
-        second = _run(home, other.id)
+        second = _run(home, sessions[1])
         said: list[str] = []
         assert second.stderr is not None
         reader = _lines(second.stderr, said)
         try:
-            waits = "… waiting for another consolidation of this session or its workspace to end\n"
-            wait_until(lambda: waits in said or fake.count == 2, what="the second review", seen=lambda: said)
+            wait_until(lambda: waited(said), what=what, seen=lambda: said)
+            meanwhile()
         finally:
             gate.set()
-        out, _ = second.communicate(timeout=_GUARD_SECONDS)
-        reader.join(_GUARD_SECONDS)
+        out, _ = second.communicate(timeout=GUARD_SECONDS)
+        reader.join(GUARD_SECONDS)
     finally:
         gate.set()
-        first_out, _ = first.communicate(timeout=_GUARD_SECONDS)
-    assert first.returncode == 0, first_out
-    assert second.returncode == 0 and out.startswith("committed, 1 change(s)"), out + "".join(said)
+        first_out, _ = first.communicate(timeout=GUARD_SECONDS)
+    return _Turns(first, first_out, second, out, said)
+
+
+def test_two_sessions_of_one_workspace_in_two_no_daemon_runs_are_reviewed_in_turn(
+    home: Home, fake: FakeOpenAI, source: Source, other: Source
+) -> None:
+    gate = _first_held(fake, source, other)
+
+    runs = _in_turn(
+        home,
+        fake,
+        gate,
+        (source.id, other.id),
+        lambda said: WAITS in said or fake.count == 2,
+        "the second review",
+    )
+    assert runs.first.returncode == 0, runs.first_out
+    told = runs.out + "".join(runs.said)
+    assert runs.second.returncode == 0 and runs.out.startswith("committed, 1 change(s)"), told
     assert fake.count == 2 and "prefer-uv" in _asked_with(fake, 1)
 
 
@@ -176,45 +195,35 @@ def test_a_session_changed_while_its_review_waited_for_its_turn_is_refused_befor
 ) -> None:
     """It was checked again only at the commit: the model was asked about what the session no
     longer holds, and that call lost to `source-changed`."""
-    gate = threading.Event()
-    fake.reply(
-        _held(gate, tool_call(proposal(put("prefer-uv", source.evidence())))),
-        tool_call(proposal(put("run-ci", other.evidence()))),
-    )
+    gate = _first_held(fake, source, other)
     grown = build_session(SessionSpec(seed=2, turns=4, cwd=source.cwd), session_id=other.id)
     rewritten = write_session(tmp_path / "grown", grown).read_bytes()
-    first = _run(home, source.id)
-    try:
-        wait_until(lambda: fake.count == 1, what="the first review to ask the model")
-        second = _run(home, other.id)
-        said: list[str] = []
-        assert second.stderr is not None
-        reader = _lines(second.stderr, said)
-        try:
-            waits = "… waiting for another consolidation of this session or its workspace to end\n"
-            wait_until(lambda: waits in said, what="the second review to wait", seen=lambda: said)
-            other.path.write_bytes(rewritten)  # the agent went on in the other session meanwhile
-            os.utime(other.path, (OLD, OLD))
-        finally:
-            gate.set()
-        out, _ = second.communicate(timeout=_GUARD_SECONDS)
-        reader.join(_GUARD_SECONDS)
-    finally:
-        gate.set()
-        first_out, _ = first.communicate(timeout=_GUARD_SECONDS)
-    assert first.returncode == 0, first_out
+
+    def rewrite() -> None:  # the agent went on in the other session meanwhile
+        other.path.write_bytes(rewritten)
+        os.utime(other.path, (OLD, OLD))
+
+    runs = _in_turn(
+        home,
+        fake,
+        gate,
+        (source.id, other.id),
+        lambda said: WAITS in said,
+        "the second review to wait",
+        rewrite,
+    )
+    assert runs.first.returncode == 0, runs.first_out
     assert fake.count == 1, "the second review asked the model"
     refused = f"session {other.id} changed while this request waited; try again"
-    assert second.returncode == 3 and refused in "".join(said), out + "".join(said)
+    assert runs.second.returncode == 3 and refused in "".join(runs.said), runs.out + "".join(runs.said)
 
 
 def test_a_hand_edit_meanwhile_is_a_conflict_that_says_a_new_run_retries_and_one_does(
     home: Home, fake: FakeOpenAI, source: Source
 ) -> None:
     gate = threading.Event()
-    fake.reply(_held(gate, tool_call(proposal(put("prefer-uv", source.evidence())))))
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "consolidate", source.id]
-    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    fake.reply(gated(gate, tool_call(proposal(put("prefer-uv", source.evidence())))))
+    run = _run(home, source.id)
     try:
         wait_until(lambda: fake.count == 1, what="the review to ask the model")
         folder = MemoryStore(home).folder(WorkspaceId.from_cwd(source.cwd))
@@ -222,7 +231,7 @@ def test_a_hand_edit_meanwhile_is_a_conflict_that_says_a_new_run_retries_and_one
         (folder / "hand-saved.md").write_text(SAVED)  # the user saves a record of the workspace
     finally:
         gate.set()
-        out, err = run.communicate(timeout=_GUARD_SECONDS)
+        out, err = run.communicate(timeout=GUARD_SECONDS)
     assert run.returncode == 3, out + err
     assert out.startswith("target-conflict"), out
     assert out.rstrip().endswith(
