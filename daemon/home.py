@@ -221,6 +221,8 @@ class Home:
         except OSError as exc:
             if folder != self.root and folder.is_symlink():  # a dangling link
                 raise HomeUnusable(linked_message(folder, self.root, "folder")) from None
+            if exc.errno == errno.ENOTDIR:
+                raise HomeUnusable(self._blocked_message(folder)) from None
             raise HomeUnusable(self._unmade_message(folder, exc.strerror or str(exc))) from None
         try:
             ours = own_private_dir(folder)
@@ -237,8 +239,17 @@ class Home:
     def refuse_non_folder(self, folder: Path) -> Path:
         """HomeUnusable when something other than a folder (a file, a FIFO) stands at `folder`, in
         the words `ensure_layout` would use: for a command that reads a fixed folder but never
-        makes it (`daemon status`), and would otherwise meet it as a bug's NotADirectoryError."""
-        if folder.exists() and not folder.is_dir():
+        makes it (`daemon status`), and would otherwise meet it as a bug's NotADirectoryError.
+        A file on its way, above the home too, is named as such."""
+        try:
+            mode = os.stat(folder).st_mode
+        except NotADirectoryError:
+            raise HomeUnusable(self._blocked_message(folder)) from None
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ELOOP):  # nothing there yet, or a link loop
+                raise
+            return folder
+        if not stat.S_ISDIR(mode):
             raise HomeUnusable(self._unmade_message(folder, os.strerror(errno.EEXIST)))
         return folder
 
@@ -295,6 +306,16 @@ class Home:
         return (
             f"remem's home {self.root} cannot be used: {folder} cannot be made a folder ({reason}); "
             f"move what is in the way, or choose another home with --home or ${HOME_ENV}"
+        )
+
+    def _blocked_message(self, folder: Path) -> str:
+        """Why `folder` cannot be reached (ENOTDIR): the first path on its way, from `/` down,
+        that is no folder (a file where `$REMEM_HOME` goes through one), named as what it is."""
+        blocker = next((at for at in reversed(folder.parents) if not at.is_dir()), folder)
+        kind = kind_at(blocker, through_link=True) or "not a folder"
+        return (
+            f"remem's home {self.root} cannot be used: {blocker} is {kind}, where the way to "
+            f"{folder} needs a folder; move it, or choose another home with --home or ${HOME_ENV}"
         )
 
     def _unwritable_message(self, folder: Path, reason: str) -> str:

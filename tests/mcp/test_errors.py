@@ -157,14 +157,23 @@ async def test_a_link_made_in_the_home_is_said_to_the_agent_without_paths(
 
 
 @pytest.mark.parametrize("options", [(), ("--no-daemon",)], ids=["daemon", "no-daemon"])
+@pytest.mark.parametrize("below", ["", "sub"], ids=["file", "below-a-file"])
 async def test_a_home_that_is_a_file_is_logged_as_such_at_start_and_the_agent_is_sent_to_memory_show(
-    tmp_path: Path, project: Path, options: tuple[str, ...]
+    tmp_path: Path, project: Path, options: tuple[str, ...], below: str
 ) -> None:
     """The log's only line blamed settings.yml ("settings.yml is invalid, so memory folders are
     not watched: … Not a directory"), and the agent was sent to that log first; with --no-daemon
-    the server exited 2 before answering `initialize`, its log saying every tool would answer."""
-    home = Home(tmp_path / "home")
-    home.root.write_text("not a folder\n")
+    the server exited 2 before answering `initialize`, its log saying every tool would answer.
+    A home below a file was found only by the handlers, with --no-daemon as a bug's
+    NotADirectoryError ("remem failed unexpectedly")."""
+    file = tmp_path / "home"
+    file.write_text("not a folder\n")
+    home = Home(file / below if below else file)
+    said_first = (
+        f"{file} is a file, where the way to {home.root} needs a folder; move it"
+        if below
+        else f"{home.root} cannot be made a folder (File exists)"
+    )
     served = subprocess.run(
         [
             sys.executable,
@@ -186,7 +195,7 @@ async def test_a_home_that_is_a_file_is_logged_as_such_at_start_and_the_agent_is
         timeout=TIMEOUT_SECONDS,
     )
     first = served.stderr.splitlines()[0]
-    assert f"{home.root} cannot be made a folder (File exists)" in first, served.stderr
+    assert said_first in first, served.stderr
     assert "settings.yml" not in served.stderr, served.stderr
     [answer] = [json.loads(line) for line in served.stdout.splitlines() if json.loads(line).get("id") == 1]
     said = answer["result"]["content"][0]["text"]
