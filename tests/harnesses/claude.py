@@ -11,7 +11,9 @@ import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
+
+from typing_extensions import Unpack
 
 from .fake_anthropic import FakeAnthropic
 from .toolchain import RUN_TIMEOUT, base_env, bundled
@@ -24,6 +26,15 @@ class ClaudeRun:
     session_id: str
     transcript: Path
     result: dict[str, Any]
+
+
+class Resuming(TypedDict, total=False):
+    """What `ClaudeCode.command` takes besides the prompt, which `ClaudeCode.run` passes on."""
+
+    resume: str | None
+    fork: bool
+    resume_at: str | None
+    options: tuple[str, ...]
 
 
 class ClaudeCode:
@@ -76,18 +87,9 @@ class ClaudeCode:
             args += ["--resume-session-at", resume_at]
         return args
 
-    def run(
-        self,
-        prompt: str,
-        *,
-        resume: str | None = None,
-        fork: bool = False,
-        resume_at: str | None = None,
-        options: tuple[str, ...] = (),
-        check: bool = True,
-    ) -> ClaudeRun:
-        """Run `command(...)` to its end and read its JSON result."""
-        args = self.command(prompt, resume=resume, fork=fork, resume_at=resume_at, options=options)
+    def run(self, prompt: str, *, check: bool = True, **how: Unpack[Resuming]) -> ClaudeRun:
+        """Run `command(prompt, **how)` to its end and read its JSON result."""
+        args = self.command(prompt, **how)
         done = subprocess.run(
             args, cwd=self.cwd, env=self.env(), capture_output=True, text=True, timeout=RUN_TIMEOUT
         )

@@ -12,7 +12,7 @@ import pytest
 
 from remem.daemon.home import Home
 
-from .conftest import agent, text_of
+from .conftest import agent, put, text_of
 
 pytestmark = pytest.mark.asyncio
 CLAUDE_CODE_RESULT_CHARS = 50_000  # its default result-size limit (2.1.337), in UTF-16 units
@@ -22,8 +22,7 @@ GLOBAL = ("The user prefers short answers and uv. " * 700)[:24_000] + "\n"
 
 def _note(number: int) -> dict[str, Any]:
     about = f"How the build handles case {number} when the cache is stale and the whole suite must rerun"
-    record = {"name": f"note-{number:03d}", "description": about, "type": "project", "content": "x\n"}
-    return {"action": "put", "record": record}
+    return put(f"note-{number:03d}", "x\n", description=about)
 
 
 async def test_a_full_memory_is_shown_whole_with_its_index_cut_and_what_is_cut_named(
