@@ -98,6 +98,21 @@ def test_json_given_more_than_once_before_the_command_is_said_as_given_once(home
     assert _said(home, "--json", "sessions", "--json", "list", "--json") == where
 
 
+def test_json_given_as_an_options_value_is_kept(home: Home) -> None:
+    """A `--json` that is an option's value was dropped with the misplaced one: "Option '--title'
+    requires an argument", "No such command 'list'" (`--home` took `sessions`)."""
+    goes = "--json goes after the command, not before it"
+    assert _said(home, "--json", "sessions", "fork", "abc", "--title", "--json") == (
+        f"{goes}: `remem --home {home.root} sessions fork abc --title --json --json`"
+    )
+    assert _said(home, "--json", "--home", "--json", "sessions", "list") == (
+        f"{goes}: `remem --home {home.root} --home --json sessions list --json`"
+    )
+    assert _said(home, "--json", "sessions", "list", "--root", "--json") == (
+        f"{goes}: `remem --home {home.root} sessions list --root --json --json`"
+    )
+
+
 def _shown(said: str) -> list[str]:
     """The command line a usage error shows (between backticks), as words to run."""
     return shlex.split(said.split("`")[1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
 import logging
 import os
 import shlex
@@ -89,6 +90,23 @@ def _read(
         return ctx, click.Command.parse_args(command, ctx, list(args))
 
 
+def _without_own_json(
+    command: click.Command, name: str | None, words: list[str], parent: click.Context | None
+) -> list[str]:
+    """`words` without each `--json` `command` reads as an option: before any `--`, not an
+    option's value (`--home --json` names a folder), and of a group before its command's name
+    (that command reads what follows, and takes a flag repeated as given once)."""
+    end = words.index("--") if "--" in words else len(words)
+    # Each such `--json` made unique: click leaves an option it does not know unread (a group's
+    # in front of its command's name), and takes an option's value whatever it is.
+    marked = [f"{JSON}\0{i}" if word == JSON and i < end else word for i, word in enumerate(words)]
+    _, left = _read(command, name, marked, parent)
+    if isinstance(command, click.Group):
+        left = list(itertools.takewhile(lambda word: word.startswith("-"), left))
+    own = set(left)
+    return [word for word, mark in zip(words, marked, strict=True) if mark == word or mark not in own]
+
+
 class _LazyGroup(Group):
     """A group whose commands named in `_LAZY_COMMANDS` are imported on first use, and whose
     output meeting a closed pipe ends in `main` as every other closed pipe does."""
@@ -127,18 +145,18 @@ class _LazyGroup(Group):
         if exc.option_name != JSON or JSON not in args:  # `--json=…`: no flag, click's words stand
             return exc
         under = UNDER if before_command else AFTER_SUBCOMMAND
-        # Every `--json` (`remem --json --no-daemon --json sessions list`, `remem --json sessions
-        # --json list`), as click takes a flag repeated after the command as given once: one left
-        # in was refused on its own. After a `--` each word is an argument.
-        end = args.index("--") if "--" in args else len(args)
-        rest = [w for w in args[:end] if w != JSON] + args[end:]
         command: click.Command = self
-        name, words, ctx = info_name, rest, None
+        name, words, ctx = info_name, args, None
+        named: list[str] = []  # the command line read so far, without the `--json` groups read
         while isinstance(command, click.Group):  # down to the command that runs
+            # Every `--json` a group reads (`remem --json --no-daemon --json sessions list`): one
+            # left in was refused on its own. The command's own parser takes its repeats.
+            words = _without_own_json(command, name, words, ctx)
             if words:  # none: click would show the group's help, where a command was left out
                 self._read_to_run(command, name, words, ctx, AFTER)
-            ctx, words = _read(command, name, words, ctx)
-            named = rest[: len(rest) - len(words)]  # the command line down to this group
+            ctx, left = _read(command, name, words, ctx)
+            named += words[: len(words) - len(left)]
+            words = left
             usage = f"`{shlex.join(['remem', *named])} COMMAND … {JSON}`"
             if not words:  # `remem --json`, `remem sessions --json`
                 takers = [n for n in command.list_commands(ctx) if _takes_json(command.get_command(ctx, n))]
@@ -151,8 +169,9 @@ class _LazyGroup(Group):
                 )
                 where = f"{AFTER}." if command is self else f"{under}: {usage}."
                 return click.UsageError(f"{mistyped.format_message()} And {where}", ctx)
+            named.append(words[0])
             command, name, words = found, words[0], words[1:]
-        return self._json_goes(command, name, words, ctx, rest)
+        return self._json_goes(command, name, words, ctx, named)
 
     def _json_goes(
         self,
@@ -160,12 +179,15 @@ class _LazyGroup(Group):
         name: str | None,
         words: list[str],
         parent: click.Context | None,
-        rest: list[str],
+        named: list[str],
     ) -> click.UsageError:
-        """Where `--json` goes on `command`, named in `rest` (the command line but `--json`) and
-        given `words`: the command line with it there, or that the command has none."""
-        named = rest[: len(rest) - len(words)]  # the command line down to the command's name
-        if not _takes_json(command):
+        """Where `--json` goes on `command`, named at the end of `named` (the command line down
+        to it but the `--json` its groups read) and given `words`: the command line with it
+        there, or that the command has none."""
+        takes = _takes_json(command)
+        words = words if takes else _without_own_json(command, name, words, parent)
+        rest = [*named, *words]
+        if not takes:
             none = f"`{shlex.join(['remem', *named])}` has no {JSON} option"
             ctx = self._read_to_run(command, name, words, parent, none)
             return click.UsageError(f"`{shlex.join(['remem', *rest])}` has no {JSON} option", ctx)
