@@ -727,13 +727,28 @@ def _non_string(key: str, node: yaml.Node, where: Range, file_name: str | None) 
 
 def _non_string_advice(key: str, file_name: str | None) -> str:
     """What the editor's quick fix does: quoted, `yes` or `[a]` would still be no type, and
-    `name: 3` quoted in `n3.md` differs from the file's name."""
+    `name: 3` quoted in `n3.md` differs from the file's name (in `3.md` it is the file's name)."""
     if key == "type":
         return f"use one of {_VALID_TYPES}"
     stem = record_name_of(file_name) if key == "name" and file_name else None
-    if stem is not None and _name_rules(stem) is None:
+    if stem is None or _name_rules(stem) is not None:
+        return "put the value in quotes"
+    return file_name_advice(stem)
+
+
+def file_name_advice(stem: str) -> str:
+    """How to set the name to the file's name `stem`, as the editor's fix writes it: `3.md`'s
+    quoted, as written bare it would be the number again."""
+    line = key_line("name", stem)
+    if line == f"name: {stem}":
         return f"set the name to `{stem}` (the file name)"
-    return "put the value in quotes"
+    return f"set `{line}` (the file name, in quotes so that it reads as text)"
+
+
+def key_line(key: str, value: str) -> str:
+    """`key: value` with the value quoted only when YAML would read it as something else."""
+    dumped = yaml.safe_dump({key: value}, allow_unicode=True, width=1 << 30, default_flow_style=False)
+    return dumped.rstrip("\n")
 
 
 def _name_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple[str, str] | None:

@@ -29,7 +29,13 @@ from remem.daemon.memory.canonical import canonicalize
 from remem.daemon.memory.diagnostics import Severity, TextPositions
 from remem.daemon.memory.index import render_index
 from remem.daemon.memory.record import DESCRIPTION_MAX, FIELDS, RecordType
-from remem.daemon.memory.validation import unclosed_front_matter_end, validate_record, validate_workspace
+from remem.daemon.memory.validation import (
+    file_name_advice,
+    key_line,
+    unclosed_front_matter_end,
+    validate_record,
+    validate_workspace,
+)
 from remem.daemon.protocol.memory import RECORD_SUFFIX
 
 from .. import ids
@@ -107,7 +113,7 @@ class _Context:
             if entry is not None and entry.first == entry.last
             else ""
         )
-        line = _key_line(key, new) + note + line_break(self.text)
+        line = key_line(key, new) + note + line_break(self.text)
         if entry is not None:
             return [types.TextEdit(whole_lines(entry.first, entry.last), line)]
         at = types.Position(_insertion_line(self.front, key), 0)
@@ -242,7 +248,7 @@ def _missing_key(context: _Context, diagnostic: types.Diagnostic) -> list[types.
     candidates = _candidates(context, key)
     return [
         _fix(
-            f"Add `{_key_line(key, v)}`",
+            f"Add `{key_line(key, v)}`",
             diagnostic,
             context.edit(context.set_key(key, v)),
             preferred=key == "name",  # the file name is the one right name; other values are guesses
@@ -471,7 +477,8 @@ def _file_name(context: _Context, diagnostic: types.Diagnostic, *, preferred: bo
     if stem is None:
         return []
     edit = context.edit(context.set_key("name", stem))
-    return [_fix(f"Set the name to `{stem}` (the file name)", diagnostic, edit, preferred=preferred)]
+    title = file_name_advice(stem)
+    return [_fix(title[0].upper() + title[1:], diagnostic, edit, preferred=preferred)]
 
 
 def _name_mismatch(context: _Context, diagnostic: types.Diagnostic) -> list[types.CodeAction]:
@@ -573,12 +580,6 @@ def _trailing_comment(line: str) -> str:
         return ""
     rest = line[node.value[0][1].end_mark.column :].rstrip("\r\n")
     return rest.rstrip() if rest.lstrip().startswith("#") else ""
-
-
-def _key_line(key: str, new: str) -> str:
-    """`key: value` with the value quoted only when YAML would read it as something else."""
-    dumped = yaml.safe_dump({key: new}, allow_unicode=True, width=1 << 30, default_flow_style=False)
-    return dumped.rstrip("\n")
 
 
 # -- MEMORY.md ----------------------------------------------------------------------------------

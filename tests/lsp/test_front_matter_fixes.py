@@ -37,6 +37,9 @@ NON_STRINGS = [
     ("name-null", "nn.md", record("null"), "Set the name to `nn` (the file name)", True, record("nn")),
     # Quoted, `3` would mismatch `n3.md`, a new error.
     ("name-number", "n3.md", record("3"), "Set the name to `n3` (the file name)", True, record("n3")),
+    # In `3.md` the file's name written bare would be the number again: it is quoted.
+    ("name-number-file", "3.md", record("3"),
+     "Set `name: '3'` (the file name, in quotes so that it reads as text)", True, record("'3'")),
     # Quoted, `3` or `[a]` would still be no type: the types, as `type: yes` gets.
     ("type-number", "t3.md", record("t3", type="3"), "Set the type to `project`", False, record("t3")),
     ("type-list", "tl.md", record("tl", type="[a]"), "Set the type to `feedback`", False,

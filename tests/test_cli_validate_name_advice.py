@@ -1,0 +1,55 @@
+"""`remem memory validate` of a record whose name YAML reads as no string advises what the
+editor's fix writes, through a real `remem` process: in `3.md`, `name: 3` was told to "set the
+name to `3` (the file name)", which it already is to the eye."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.home import Home
+from tests.cli_process import remem
+
+RECORD = "---\nname: {name}\ndescription: A fact.\ntype: project\n---\nBody.\n"
+
+
+@pytest.mark.parametrize(
+    ("stem", "written", "kind", "advice"),
+    [
+        ("3", "3", "a number", "set `name: '3'` (the file name, in quotes so that it reads as text)"),
+        (
+            "true",
+            "true",
+            "a boolean",
+            "set `name: 'true'` (the file name, in quotes so that it reads as text)",
+        ),
+        (
+            "0x1f",
+            "0x1f",
+            "a number",
+            "set `name: '0x1f'` (the file name, in quotes so that it reads as text)",
+        ),
+        (
+            "2024-01-01",
+            "2024-01-01",
+            "a date",
+            "set `name: '2024-01-01'` (the file name, in quotes so that it reads as text)",
+        ),
+        ("n3", "3", "a number", "set the name to `n3` (the file name)"),
+    ],
+)
+def test_the_advice_for_a_name_that_is_no_string_makes_the_record_valid(
+    home: Home, tmp_path: Path, stem: str, written: str, kind: str, advice: str
+) -> None:
+    path = tmp_path / f"{stem}.md"
+    path.write_text(RECORD.format(name=written))
+    said = remem(home, "memory", "validate", str(path))
+    assert (said.returncode, said.stdout.splitlines()[0]) == (
+        1,
+        f"{path}:2:7: error: `name` must be a string, not {kind}; {advice} [remem/non-string-value]",
+    ), said
+    followed = advice.split("`")[1]  # the line, or the name, the advice gives
+    path.write_text(RECORD.format(name=followed.removeprefix("name: ")))
+    again = remem(home, "memory", "validate", str(path))
+    assert (again.returncode, again.stdout) == (0, "1 file(s) checked, 0 problem(s)\n"), again
