@@ -113,7 +113,7 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
     if not listing.sessions:
         _none_found(backend, params.cwd, roots, listing.errors)
     unread = len(unread_sessions(listing.errors))
-    unknown = ", review states unknown" if len(listing.errors) > unread else ""
+    unknown = ", review states unknown" if any(e.kind == "reviews" for e in listing.errors) else ""
     say(f"{len(listing.sessions)} session(s), {unread} unreadable{unknown}")
 
 

@@ -77,7 +77,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 #     file, or the standard error of `remem daemon run`, as where a bug's traceback went (0527).
 # 39: agents/update is refused SCOPE_BUSY when another process holds its scope's lock too long.
 # 40: a review state `unknown`, and a listing error's `kind` (`reviews`: the receipts' folder).
-PROTOCOL_VERSION = 40
+# 41: a listing error's `kind` `metadata`: remem's file of titles and archive states.
+PROTOCOL_VERSION = 41
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.

@@ -89,17 +89,19 @@ class SessionSummary(BaseModel):
 
 
 class ListError(BaseModel):
-    """What a listing could not read: a session's file or a folder of sessions (`sessions`), or
-    the review receipts' folder (`reviews`), which leaves every session read, its review state
-    unknown."""
+    """What a listing could not read: a session's file or a folder of sessions (`sessions`); the
+    review receipts' folder or a receipt file (`reviews`), which leaves every session read, its
+    review state unknown; remem's file of titles and archive states (`metadata`), which leaves
+    every session read, shown with the title and archive state its log gives it."""
 
     path: str
     message: str
-    kind: Literal["sessions", "reviews"] = "sessions"
+    kind: Literal["sessions", "reviews", "metadata"] = "sessions"
 
 
 def unread_sessions(errors: Sequence[ListError]) -> list[ListError]:
-    """The errors of a listing that left sessions unread: not the review receipts' folder's."""
+    """The errors of a listing that left sessions unread: not the review receipts' nor remem's
+    titles' (`kind` `reviews`, `metadata`)."""
     return [error for error in errors if error.kind == "sessions"]
 
 

@@ -559,7 +559,7 @@ class SessionCatalog:
         now_ns = time.time_ns()
         metas, unreadable, dsh = self._shown_files()
         if unreadable is not None:
-            errors.append(ListError(path=str(self.metadata.path), message=unreadable))
+            errors.append(ListError(path=str(self.metadata.path), message=unreadable, kind="metadata"))
         # A Codex thread's rollouts a revert superseded are its history, not sessions (decision 0366).
         superseded = superseded_rollouts(row for row, _ in rows)
         rows = [(row, st) for row, st in rows if row.path not in superseded] if superseded else rows

@@ -44,7 +44,7 @@ export const SECRET_FIELDS: ReadonlyArray<keyof SetApiKeyArgs> = ['apiKey'];
 
 /** The `remem/*` protocol this extension speaks: `PROTOCOL_VERSION` in the daemon's
  * `protocol/rpc.py`, which the server's `initialize` answer names (none before 31). */
-export const PROTOCOL = 40;
+export const PROTOCOL = 41;
 
 /** The protocol a server's `initialize` capabilities name; null when they name none (older). */
 export function serverProtocol(capabilities: { experimental?: unknown } | undefined): number | null {
@@ -93,17 +93,19 @@ export interface SearchedRoot {
   harness?: SessionFormat; // a harness's default folder, listed found or not; absent from older servers
 }
 
-/** A log or folder the daemon could not read, and why. `kind` `reviews`: the review receipts'
- * folder, which leaves every session read, its review state unknown (absent from older daemons). */
+/** A log or folder the daemon could not read, and why. `kind` `reviews`: the review receipts' folder
+ * or a receipt file, which leaves every session read, its review state unknown; `metadata`: remem's
+ * file of titles and archive states, which leaves every session read, with the title and archive
+ * state its log gives it (absent from older daemons: `sessions`). */
 export interface ListError {
   path: string;
   message: string;
-  kind?: 'sessions' | 'reviews';
+  kind?: 'sessions' | 'reviews' | 'metadata';
 }
 
-/** The errors that left sessions unread: not the review receipts' folder's. */
+/** The errors that left sessions unread: a log's or a folder's, not the review receipts' nor remem's titles'. */
 export function unreadSessions(errors: readonly ListError[] | undefined): ListError[] {
-  return (errors ?? []).filter((error) => error.kind !== 'reviews');
+  return (errors ?? []).filter((error) => (error.kind ?? 'sessions') === 'sessions');
 }
 
 /** `searched` comes only with an empty tree: where the server looked. `settingsProblems` come while

@@ -267,18 +267,20 @@ const ERRORS_SHOWN = 20; // in the tooltip of `errorRows`: the rest are counted
  * workspace whose sessions cannot be read is not one without sessions, and one whose review receipts
  * cannot be read has every session read, their review states unknown. Each tooltip says what and why. */
 export function errorRows(result: SessionTreeResult): NoteRow[] {
-  return [...reviewsRows(result.errors ?? []), ...unreadRows(unreadSessions(result.errors))];
+  const errors = result.errors ?? [];
+  return [...kindRows(errors, 'reviews'), ...kindRows(errors, 'metadata'), ...unreadRows(unreadSessions(errors))];
 }
 
-function reviewsRows(errors: readonly ListError[]): NoteRow[] {
+/** What an error that left every session read says of them, by its kind. */
+const READ_BUT: Record<'reviews' | 'metadata', { label: string; description: string }> = {
+  reviews: { label: 'Review states unknown', description: 'the review receipts cannot be read' },
+  metadata: { label: 'Titles and archive states not read', description: "sessions shown with their logs' titles" },
+};
+
+function kindRows(errors: readonly ListError[], kind: 'reviews' | 'metadata'): NoteRow[] {
   return errors
-    .filter((error) => error.kind === 'reviews')
-    .map((error) => ({
-      label: 'Review states unknown',
-      description: 'the review receipts cannot be read',
-      tooltip: `${error.path}: ${error.message}`,
-      icon: readSeverity([error]),
-    }));
+    .filter((error) => error.kind === kind)
+    .map((error) => ({ ...READ_BUT[kind], tooltip: `${error.path}: ${error.message}`, icon: readSeverity([error]) }));
 }
 
 function unreadRows(errors: readonly ListError[]): NoteRow[] {

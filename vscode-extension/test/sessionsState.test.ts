@@ -264,6 +264,19 @@ test('review receipts that cannot be read are a row of their own, not sessions t
   assert.equal(none.icon, 'info');
 });
 
+test('remem\'s file of titles that cannot be read is a row of its own, not sessions that could not be read', () => {
+  const metadata = { path: '/home/me/.remem/state/session-meta.json', message: 'cannot be read: not JSON', kind: 'metadata' as const };
+  assert.deepEqual(
+    errorRows({ nodes: FAMILY, errors: [metadata] }).map((r) => [r.label, r.description, r.tooltip]),
+    [['Titles and archive states not read', "sessions shown with their logs' titles", `${metadata.path}: ${metadata.message}`]],
+  );
+  const [none] = emptyRows({ nodes: [], errors: [metadata] }, '/home/me/proj', '/home/me');
+  assert.equal(none.label, 'No agent sessions of this workspace were found');
+  // An error of an older daemon, which names no kind, is a session's.
+  const [unread] = emptyRows({ nodes: [], errors: [{ path: '/p', message: 'gone' }] }, '/home/me/proj', '/home/me');
+  assert.notEqual(unread.label, 'No agent sessions of this workspace were found');
+});
+
 test('the trees kept of folders no longer in the workspace are dropped, this window\'s and a past one\'s', async () => {
   const kept = new Kept();
   await kept.update('remem.sessionTree:/gone', { nodes: FAMILY }); // a folder removed while no window was open
