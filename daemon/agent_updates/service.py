@@ -25,10 +25,10 @@ from ..fsutil import Unwritable
 from ..home import HomeUnusable
 from ..locks import bounded_file_lock, file_lock
 from ..memory.batch import GlobalPlan, InvalidChanges, Problem, WorkspacePlan, erasing_global
-from ..memory.context import fit_agent_context, render_agent_context
+from ..memory.context import AGENT_CONTEXT_MAX_BYTES, fit_agent_context, render_agent_context
 from ..memory.diagnostics import TextPositions
 from ..memory.identity import WorkspaceId
-from ..memory.record import GLOBAL_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, render_record
+from ..memory.record import GLOBAL_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, Record, render_record
 from ..memory.snapshot_cache import SnapshotCache
 from ..memory.store import MemoryInvalid, MemoryStore
 from ..memory.validation import likely_secrets
@@ -79,6 +79,13 @@ INDEX_FULL = (
     "without their descriptions. Merge or delete records that overlap or no longer matter "
     "[remem/index-budget]"
 )
+# The index within its own budget, but cut to keep memory_context whole: not that rule's.
+GLOBAL_CROWDS = (
+    "memory_context now leaves {count} record(s) of this project's index out, from `{first}` on, "
+    "naming them without their descriptions: Global memory is {kib} KiB, never cut, and the whole "
+    "answer stays within {limit} bytes. Shorten Global memory, or merge or delete records that "
+    "overlap or no longer matter"
+)
 ERASES_GLOBAL = (
     f"{erasing_global('an agent')}. If the user wants Global memory empty, tell them to empty it "
     "themselves (`remem memory replace-global` with an empty file, or an edit of GLOBAL.md)"
@@ -103,6 +110,8 @@ class ScopedUpdate:
     observed: str  # the revision of this scope the agent's session saw
     content: str | None  # replace-global
     changes: list[PutChange | DeleteChange]  # a workspace batch
+    # A Global update's: the workspace whose memory_context the agent holds (told what it crowds out).
+    seen_in: WorkspaceId | None = None
 
     @property
     def key(self) -> str | None:
@@ -112,6 +121,11 @@ class ScopedUpdate:
     @property
     def scope(self) -> str:
         return scope_name(self.key)
+
+    @property
+    def context_workspace(self) -> WorkspaceId | None:
+        """The workspace whose memory_context this update changes; None when unknown."""
+        return self.workspace or self.seen_in
 
     def plan(self, store: MemoryStore) -> GlobalPlan | WorkspacePlan:
         if self.workspace is None:
@@ -140,13 +154,13 @@ class ScopedUpdate:
         status: Literal["committed", "no-change", "stale"],
         revision: str,
         changed: int = 0,
-        left_out: list[str] | None = None,
+        crowding: list[str] | None = None,
     ) -> AgentUpdateResult:
-        """The answer; `changed` counts the changes of a commit that changed memory, `left_out`
-        the records the agent's context leaves out of its index after it."""
+        """The answer; `changed` counts the changes of a commit that changed memory, `crowding`
+        says what more it leaves out of the agent's context (`_crowding`)."""
         scope: Literal["global", "workspace"] = "global" if self.workspace is None else "workspace"
         count = changed if status == "committed" else 0
-        warnings = self.secret_warnings() + _index_full(left_out or []) if status == "committed" else []
+        warnings = self.secret_warnings() + (crowding or []) if status == "committed" else []
         return AgentUpdateResult(
             status=status, scope=scope, changes=count, revision=revision, warnings=warnings
         )
@@ -166,14 +180,40 @@ class ScopedUpdate:
         ]
 
 
-def _index_full(left_out: list[str]) -> list[str]:
-    if not left_out:
+@dataclass(frozen=True)
+class _Shown:
+    """What an agent's memory_context is made of: Global's text and the workspace's records."""
+
+    global_content: str
+    records: list[Record]
+
+    def left_out(self) -> list[str]:
+        return fit_agent_context(self.global_content, self.records)[1]
+
+    def after(self, plan: GlobalPlan | WorkspacePlan) -> _Shown:
+        if isinstance(plan, WorkspacePlan):
+            return _Shown(self.global_content, plan.records)
+        return _Shown(plan.content.decode("utf-8"), self.records)
+
+
+def _crowding(before: _Shown | None, plan: GlobalPlan | WorkspacePlan) -> list[str]:
+    """The warning of a commit that leaves more records out of memory_context's index than it
+    did: none when it leaves out as many or fewer. Tagged with the editor's rule only when the
+    index itself is past its budget (what `remem memory validate` says); a Global write, or an
+    index cut only for Global's size, is said to be Global's doing."""
+    if before is None:
         return []
-    return [
-        INDEX_FULL.format(
-            count=len(left_out), first=left_out[0], lines=INDEX_MAX_LINES, kib=INDEX_MAX_BYTES // 1024
-        )
-    ]
+    after = before.after(plan)
+    left_out = after.left_out()
+    if len(left_out) <= len(before.left_out()):
+        return []
+    count, first = len(left_out), left_out[0]
+    if isinstance(plan, WorkspacePlan) and _Shown("", plan.records).left_out():
+        return [
+            INDEX_FULL.format(count=count, first=first, lines=INDEX_MAX_LINES, kib=INDEX_MAX_BYTES // 1024)
+        ]
+    kib = len(after.global_content.encode("utf-8")) // 1024
+    return [GLOBAL_CROWDS.format(count=count, first=first, kib=kib, limit=AGENT_CONTEXT_MAX_BYTES)]
 
 
 def _changed(plan: GlobalPlan | WorkspacePlan) -> int:
@@ -189,7 +229,7 @@ def scoped(params: AgentUpdateParams, workspace: WorkspaceId) -> ScopedUpdate:
         batch = [c for c in params.changes if not isinstance(c, ReplaceGlobalChange)]
         return ScopedUpdate(workspace, params.observed.workspaceRevision, None, batch)
     if len(params.changes) == 1:
-        return ScopedUpdate(None, params.observed.globalRevision, replacing[0].content, [])
+        return ScopedUpdate(None, params.observed.globalRevision, replacing[0].content, [], workspace)
     if len(replacing) == len(params.changes):
         message = (
             f"one memory_update replaces Global memory at most once, and this one has "
@@ -268,6 +308,7 @@ class AgentUpdates:
             return self._stale(update, plan.before)
         if not plan.changed:
             return update.result("no-change", plan.before)
+        shown = self._shown(update)
         entry = AuditEntry(
             id=new_entry_id(),
             status=AuditStatus.COMMITTING,
@@ -297,20 +338,24 @@ class AgentUpdates:
             self._unfinished(update.scope, exc, landed=landed)
         if not landed:
             return self._stale(update, committed.revision)
-        return update.result("committed", committed.revision, _changed(plan), self._left_out(plan))
+        return update.result("committed", committed.revision, _changed(plan), _crowding(shown, plan))
 
-    def _left_out(self, plan: GlobalPlan | WorkspacePlan) -> list[str]:
-        """The records memory_context leaves out of its index once `plan` is committed; of a
-        workspace's plan only (a replace-global changes no index)."""
-        if not isinstance(plan, WorkspacePlan):
-            return []
+    def _shown(self, update: ScopedUpdate) -> _Shown | None:
+        """What the agent's memory_context is made of before `update` commits; None when its
+        workspace is unknown or unreadable (a Global update then warns of nothing)."""
         try:
             global_content = self.cache.global_snapshot().content
         except (MemoryInvalid, HomeUnusable, OSError):
-            # The commit landed: that stays the answer. Global unreadable now, the index is held
-            # to its own budget (the context is refused until Global reads again).
+            # Global unreadable (the context is refused until it reads again): the index is
+            # held to its own budget.
             global_content = ""
-        return fit_agent_context(global_content, plan.records)[1]
+        workspace = update.context_workspace
+        if workspace is None:
+            return None
+        try:
+            return _Shown(global_content, self.cache.workspace_snapshot(workspace).records)
+        except (MemoryInvalid, HomeUnusable, OSError):
+            return None
 
     def _stale(self, update: ScopedUpdate, revision: str) -> AgentUpdateResult:
         """The refusal of an update whose scope is at `revision` on disk. The agent is told to

@@ -20,9 +20,9 @@ RECORDS = 200
 GLOBAL = ("The user prefers short answers and uv. " * 700)[:24_000] + "\n"
 
 
-def _note(number: int) -> dict[str, Any]:
+def _note(number: int, padding: str = "") -> dict[str, Any]:
     about = f"How the build handles case {number} when the cache is stale and the whole suite must rerun"
-    return put(f"note-{number:03d}", "x\n", description=about)
+    return put(f"note-{number:03d}", "x\n", description=(about + padding)[:100])
 
 
 async def test_a_full_memory_is_shown_whole_with_its_index_cut_and_what_is_cut_named(
@@ -51,3 +51,33 @@ async def test_a_full_memory_is_shown_whole_with_its_index_cut_and_what_is_cut_n
     assert all(f"`note-{n:03d}`" in context or f"[note-{n:03d}]" in context for n in range(RECORDS))
     assert f"`note-{RECORDS - 1:03d}`" in context.split("This index leaves out ", 1)[1], context[-600:]
     assert not read.is_error and "name: note-199" in text_of(read), text_of(read)
+
+
+async def test_a_write_warns_only_when_it_leaves_more_records_out_saying_when_global_is_why(
+    home: Home, project: Path
+) -> None:
+    """190 records fit the index's own budget. A Global of 24 KB pushed 4 of them out of
+    memory_context without a word, while the writes after it that shrank the index were told
+    it was past its budget [remem/index-budget], which `remem memory validate` never said."""
+    replace_global = [{"action": "replace-global", "content": GLOBAL}]
+    async with agent(home, project) as session:
+        await session.context()
+        filling = [
+            await session.update(*(_note(n, "." * 10) for n in range(start, min(start + 50, 190))))
+            for start in range(0, 190, 50)
+        ]
+        crowding = await session.call("memory_update", {"changes": replace_global})
+        context = await session.context()
+        shrinking = [
+            await session.update(put("note-005", "x\n", description="shorter")),
+            await session.update({"action": "delete", "name": "note-189"}),
+            await session.call(
+                "memory_update", {"changes": [{"action": "replace-global", "content": "short\n"}]}
+            ),
+        ]
+    assert [text_of(a) for a in filling if "Warning" in text_of(a)] == [], "all of them fit"
+    warned = text_of(crowding)
+    assert not crowding.is_error and "memory_context now leaves 4 record(s)" in warned, warned
+    assert "Global memory is 23 KiB" in warned and "[remem/index-budget]" not in warned, warned
+    assert "This index leaves out 4 record(s)" in context, context[-600:]
+    assert [text_of(a) for a in shrinking if a.is_error or "Warning" in text_of(a)] == []
