@@ -72,6 +72,22 @@ def test_a_file_the_store_never_reads_in_the_homes_memory_folder_is_no_memory_fi
     assert validated(home, home.memory) == (0, {str(home.global_file): []})  # not walked into
 
 
+def test_a_file_in_the_home_outside_its_memory_folder_is_no_memory_file(home: Home) -> None:
+    """`remem memory validate $REMEM_HOME` judged `notes/a.md` while it never said a folder
+    beside `memory/` that it could not read: only `memory/` holds memory, as the store reads."""
+    home.workspaces.mkdir(parents=True)
+    home.global_file.write_text(NOT_A_RECORD)
+    strays = [home.root / "notes" / "a.md", home.root / "a.md"]
+    for stray in strays:
+        stray.parent.mkdir(exist_ok=True)
+        stray.write_text("---\nname: a\ndescription: d\ntype: nope\n---\nbody\n")
+    assert validated(home, home.root) == (0, {str(home.global_file): []})  # not walked into
+    for stray in strays:
+        done = remem(home, "memory", "validate", str(stray))
+        assert (done.returncode, done.stdout) == (2, ""), done
+        assert done.stderr.startswith(f"remem: {stray}: not a memory file: in remem's home only "), done
+
+
 def test_a_review_receipt_named_to_validate_is_said_to_be_one(home: Home) -> None:
     """It was told to move what it holds into memory: the advice for a stray file of the user's."""
     home.workspaces.mkdir(parents=True)

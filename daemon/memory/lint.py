@@ -549,12 +549,13 @@ def _may_hold_memory(folder: Path, named: Path, home: Path | None) -> bool:
 
 
 def _unread_in_home(path: Path, home: Path) -> bool:
-    """Whether `path` is a file the store never reads although it lies in the home's memory
-    folder (`home` is its workspaces folder, as above): there, only `GLOBAL.md` and the files of
-    a workspace folder are memory; a `MEMORY.md` beside `GLOBAL.md` indexes nothing."""
+    """Whether `path` is a file the store never reads although it lies in the home (`home` is
+    its workspaces folder, as above): there, only `memory/GLOBAL.md` and the files of a
+    workspace folder are memory; a `MEMORY.md` beside `GLOBAL.md` indexes nothing, and a file
+    beside the memory folder (`notes/a.md`) is as foreign to it as `state/`, never said."""
     if _in_linked_workspace(path, home):
         return False  # reported as the link it is in
     folder = path.parent.resolve()
     if folder == home.parent:
         return path.name != GLOBAL_FILE
-    return folder.is_relative_to(home.parent) and folder.parent != home
+    return folder.is_relative_to(home.parent.parent) and folder.parent != home
