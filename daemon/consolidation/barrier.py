@@ -169,13 +169,15 @@ def _history_link(
     wrote the same text). One committed before a crash is found again in the scope's log by the
     review id, or is the `recovered` entry `converge` just recorded for it; one an earlier
     attempt committed stays unless this attempt changed its scope again. None when the history
-    has none of them (it is off, or could not be written)."""
+    has none of them (it is off, or could not be written), or when a read of it fails: a link
+    naming only the entries it could read would misstate what the review changed, and the
+    warning is said once for the review, not once per scope."""
     found = _earlier_entries(receipt)
-    for scope, revisions in committed.items():
-        found[scope] = entries.get(scope) or _own_entry(history, scope, revisions.planned, receipt.review)
-    if not any(found.values()):
-        return None
     try:
+        for scope, revisions in committed.items():
+            found[scope] = entries.get(scope) or _own_entry(history, scope, revisions.planned, receipt.review)
+        if not any(found.values()):
+            return None
         totals = _stat(history, [entry for entry in found.values() if entry])
     except (HistoryError, HomeUnusable) as exc:
         _unlinked(exc)
@@ -201,11 +203,7 @@ def _earlier_entries(receipt: Receipt) -> dict[Scope, str | None]:
 
 
 def _own_entry(history: History, scope: Scope, revision: str | None, review: str) -> str | None:
-    try:
-        entries = history.log(scope, _LOOK_BACK)
-    except (HistoryError, HomeUnusable) as exc:
-        _unlinked(exc)
-        return None
+    entries = history.log(scope, _LOOK_BACK)
     return next((e.id for e in entries if e.after == revision and e.actor.review == review), None)
 
 

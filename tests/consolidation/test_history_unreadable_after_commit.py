@@ -1,6 +1,6 @@
 """A review whose memory history holds a pack remem's user may not read commits, and is said
 committed: the history link of its receipt is optional (as with the history off), and a warning
-in the home's log names the pack.
+in the home's log names the pack, once for the review.
 
 The history's reads said that pack HOME_UNUSABLE, which the commit barrier did not take for a
 history it may go without: after Global and the workspace were committed, the run ended exit 2,
@@ -19,10 +19,12 @@ import pytest
 
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
+from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.consolidation import Status
 from remem.daemon.server.runtime import DaemonPaths
 from tests.fake_openai import FakeOpenAI, tool_call
+from tests.memory.factory import put
 from tests.permissions import daemon_bound, modes, remem_bound
 
 from .conftest import Source, both_scopes
@@ -64,4 +66,25 @@ def test_a_review_commits_past_an_unreadable_history_pack(
     assert not any((home.reviews / "committing").iterdir()), "the review's mark is left"
     said = "consolidation: the review's history entries are not linked: remem's home"
     lines = [line for line in DaemonPaths(home).log.read_text().splitlines() if said in line]
-    assert lines and f"{packed} cannot be read (Permission denied)" in lines[0], lines
+    assert len(lines) == 1 and f"{packed} cannot be read (Permission denied)" in lines[0], lines
+
+
+def test_a_review_whose_entries_cannot_be_recorded_nor_found_says_so_once(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    """Both scopes' history unreadable: neither entry recorded, and each scope's log looked in
+    for it failed; the warning was said once per scope."""
+    store = MemoryStore(home)
+    store.replace_global(store.read_global().revision, "# Global\n\n- Kept.\n")
+    workspace = WorkspaceId.from_cwd(source.cwd)
+    store.commit_workspace(workspace, store.read_workspace(workspace).revision, [put("kept")])
+    packs = list((home.root / "history" / "objects" / "pack").glob("*.pack"))
+    fake.reply(tool_call(both_scopes(source)))
+    with modes(*[(pack, 0) for pack in packs]):
+        unreadable_to_user(packs[0])
+        done = remem_bound(home, "consolidate", source.id, "--json")
+
+    assert done.returncode == 0 and json.loads(done.stdout)["status"] == "committed", done
+    said = "consolidation: the review's history entries are not linked: remem's home"
+    lines = [line for line in DaemonPaths(home).log.read_text().splitlines() if said in line]
+    assert len(lines) == 1, lines
