@@ -30,7 +30,7 @@ from ..memory.diagnostics import TextPositions
 from ..memory.identity import WorkspaceId
 from ..memory.record import GLOBAL_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, Record, render_record
 from ..memory.snapshot_cache import SnapshotCache
-from ..memory.store import MemoryInvalid, MemoryStore
+from ..memory.store import MemoryInvalid, MemoryStore, ScopeLockBusy, lock_waits_at_most
 from ..memory.validation import likely_secrets
 from ..protocol.consolidation import ScopeRevisions
 from ..protocol.memory import (
@@ -68,9 +68,10 @@ from .audit import (
 
 log = logging.getLogger("remem.daemon")
 RENDERED_CONTEXTS = 16
-# A scope's lock is held for one commit's work (well under a second); held longer, its holder is
-# stopped or stuck (a `--no-daemon` writer suspended with Ctrl-Z). The wait ends well inside an
-# MCP tool call's deadline (agents/limits.py), so the agent hears why rather than nothing.
+# A scope's locks (its agent lock, the store's) are held for one commit's work (well under a
+# second); held longer, their holder is stopped or stuck (a `--no-daemon` writer suspended with
+# Ctrl-Z). Each wait ends well inside an MCP tool call's deadline (agents/limits.py), so the
+# agent hears why rather than nothing.
 LOCK_WAIT_SECONDS = 5.0
 # remem/index-budget, as the editor says it of MEMORY.md, in the agent's terms.
 INDEX_FULL = (
@@ -93,12 +94,14 @@ ERASES_GLOBAL = (
 
 
 class ScopeBusy(Exception):
-    """Another process held the scope's agent lock for `LOCK_WAIT_SECONDS`: nothing was written."""
+    """Another process held a lock of the scope (its agent lock, or the store's lock a
+    `--no-daemon` command writes under) for `LOCK_WAIT_SECONDS`: nothing was written."""
 
     def __init__(self, lock: Path) -> None:
         super().__init__(
-            f"another remem process has held {lock} for over {LOCK_WAIT_SECONDS:.0f} s (it is "
-            "stopped or stuck): nothing was written; end that process, then try again"
+            f"another remem process writing this memory has held {lock} for over "
+            f"{LOCK_WAIT_SECONDS:.0f} s (it is stopped or stuck, a `--no-daemon` command suspended "
+            "with Ctrl-Z, say): nothing was written; end that process, then try again"
         )
 
 
@@ -285,25 +288,29 @@ class AgentUpdates:
 
     def update(self, update: ScopedUpdate, agent: AgentIdentity) -> AgentUpdateResult:
         """Commit `update` if its scope is still at the observed revision, with its audit entry;
-        ScopeBusy when another process holds the scope's lock past `LOCK_WAIT_SECONDS`."""
+        ScopeBusy when another process holds the scope's agent lock or the store's lock of the
+        scope past `LOCK_WAIT_SECONDS`."""
         lock = self.trail.lock_path(update.scope)
         held = bounded_file_lock(lock, within=LOCK_WAIT_SECONDS)
         if held is None:
             raise ScopeBusy(lock)
         try:
             return self._update_locked(update, agent)
+        except ScopeLockBusy as exc:
+            raise ScopeBusy(exc.path) from None
         finally:
             held.release()
 
     def _update_locked(self, update: ScopedUpdate, agent: AgentIdentity) -> AgentUpdateResult:
-        self._settle(update.scope)
-        try:
-            plan = update.plan(self.store)
-        except InvalidChanges as exc:
-            if any(problem.change is None and problem.file for problem in exc.problems):
-                # A file on disk is invalid: the context the agent is to reload says so.
-                self.cache.disk_shows(update.key, None)
-            raise
+        with lock_waits_at_most(LOCK_WAIT_SECONDS):
+            self._settle(update.scope)
+            try:
+                plan = update.plan(self.store)
+            except InvalidChanges as exc:
+                if any(problem.change is None and problem.file for problem in exc.problems):
+                    # A file on disk is invalid: the context the agent is to reload says so.
+                    self.cache.disk_shows(update.key, None)
+                raise
         if plan.before != update.observed:
             return self._stale(update, plan.before)
         if not plan.changed:
@@ -321,7 +328,12 @@ class AgentUpdates:
         )
         self.trail.begin(entry)  # Unwritable: refused before anything changed, no intent left
         try:
-            committed = update.commit(self.store, entry.agent.actor())
+            with lock_waits_at_most(LOCK_WAIT_SECONDS):
+                committed = update.commit(self.store, entry.agent.actor())
+        except ScopeLockBusy:
+            # Waited for before anything was written: nothing landed, nothing to settle.
+            self._drop_intent(update.scope)
+            raise
         except BaseException as failure:
             # The scope tells whether the failed commit landed; the commit's own error is
             # what the caller is told, never one of settling its entry.

@@ -18,6 +18,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from functools import cached_property, partial
 from pathlib import Path
@@ -33,7 +34,7 @@ from ..fsutil import (
     remove_stale_temps,
 )
 from ..home import Home, HomeUnusable
-from ..locks import LockUnusable, file_lock
+from ..locks import LockUnusable, bounded_file_lock, file_lock
 from ..os_names import is_utf8, shown
 from ..protocol.memory import (
     Actor,
@@ -99,6 +100,32 @@ class MemoryInvalid(Exception):
         self.files = files
         # The scope's revision, so a fix can still be committed with compare-and-swap.
         self.revision = revision
+
+
+class ScopeLockBusy(Exception):
+    """Another holder kept a scope's lock past the wait `lock_waits_at_most` allows (a
+    `--no-daemon` command writing the scope, suspended with Ctrl-Z): nothing was read or written
+    under it."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} is held by another process")
+        self.path = path
+
+
+# How long this thread's takes of a scope's lock may wait; None: until the holder lets go.
+_LOCK_WAIT: ContextVar[float | None] = ContextVar("remem_scope_lock_wait", default=None)
+
+
+@contextmanager
+def lock_waits_at_most(seconds: float) -> Iterator[None]:
+    """Within the block, a take of a scope's lock waits `seconds` at most, then raises
+    ScopeLockBusy: for a caller that must answer whatever another process holding the lock
+    does. A take is before anything read or written under that lock."""
+    token = _LOCK_WAIT.set(seconds)
+    try:
+        yield
+    finally:
+        _LOCK_WAIT.reset(token)
 
 
 class _SavedByHand(Exception):
@@ -633,11 +660,28 @@ def _moved(exc: FolderMoved) -> Diagnostic:
 @contextmanager
 def _scope_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
     try:
-        with file_lock(path, shared=shared):
+        with _waited_lock(path, shared=shared):
             yield
     except LockUnusable as exc:
         problem = _file_problem("unusable-lock", f"this file {exc.said}")
         raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[problem])]) from None
+
+
+@contextmanager
+def _waited_lock(path: Path, *, shared: bool) -> Iterator[None]:
+    """`file_lock`, waited for no longer than `lock_waits_at_most` says, if it says."""
+    within = _LOCK_WAIT.get()
+    if within is None:
+        with file_lock(path, shared=shared):
+            yield
+        return
+    held = bounded_file_lock(path, within=within, shared=shared)
+    if held is None:
+        raise ScopeLockBusy(path)
+    try:
+        yield
+    finally:
+        held.release()
 
 
 def _recovered(folder: HeldFolder) -> bool:

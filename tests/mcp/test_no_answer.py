@@ -1,6 +1,6 @@
 """A call that memory does not answer is answered all the same: a stopped daemon held the agent's
 tool call until its harness gave up (Claude Code waits for hours), and so did a scope's lock that
-another process kept."""
+another process kept, the agent lock or the store's."""
 
 from __future__ import annotations
 
@@ -63,12 +63,15 @@ async def test_a_stopped_daemon_is_said_within_the_deadline_with_the_write_uncer
 
 
 @MODES
+# The agent lock another agent's update holds; the store's lock a `remem memory` command run
+# with --no-daemon writes under, which the daemon was blamed for, and waited for without end.
+@pytest.mark.parametrize("lock", ["agent-ws-{key}.lock", "ws-{key}.lock"], ids=["agent-lock", "store-lock"])
 async def test_a_lock_another_process_keeps_is_said_and_nothing_is_written(
-    home: Home, project: Path, workspace: WorkspaceId, options: tuple[str, ...]
+    home: Home, project: Path, workspace: WorkspaceId, options: tuple[str, ...], lock: str
 ) -> None:
     async with agent(home, project, options=options) as session:
         await session.context()
-        with held(home.locks / f"agent-ws-{workspace.key}.lock"):
+        with held(home.locks / lock.format(key=workspace.key)):
             refused = await session.update(put("one"))
         assert refused.is_error
         message = text_of(refused)
