@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import mcp_types as types
 import pytest
 
 from remem.agents.limits import CALL_SECONDS_ENV
@@ -45,6 +46,14 @@ def held(lock: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _refusal(result: types.CallToolResult, starts: str, says: str) -> str:
+    """The text of `result`, an error that starts with `starts` and says `says`."""
+    assert result.is_error
+    message = text_of(result)
+    assert message.startswith(starts) and says in message, message
+    return message
+
+
 async def test_a_stopped_daemon_is_said_within_the_deadline_with_the_write_uncertain(
     home: Home, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -55,11 +64,11 @@ async def test_a_stopped_daemon_is_said_within_the_deadline_with_the_write_uncer
         assert status is not None, "the context started the daemon"
         with stopped(status.pid):
             result = await session.update(put("one"))
-    assert result.is_error
-    message = text_of(result)
-    assert message.startswith("remem's memory service did not answer within 2 s") and (
-        "may or may not have been applied: call memory_context to re-read memory" in message
-    ), message
+    _refusal(
+        result,
+        "remem's memory service did not answer within 2 s",
+        "may or may not have been applied: call memory_context to re-read memory",
+    )
 
 
 @MODES
@@ -73,11 +82,7 @@ async def test_a_lock_another_process_keeps_is_said_and_nothing_is_written(
         await session.context()
         with held(home.locks / lock.format(key=workspace.key)):
             refused = await session.update(put("one"))
-        assert refused.is_error
-        message = text_of(refused)
-        assert message.startswith("Another remem process is holding this memory") and (
-            "Nothing was written" in message
-        ), message
+        message = _refusal(refused, "Another remem process is holding this memory", "Nothing was written")
         assert workspace.key not in message and str(home.root) not in message, message
         assert not (home.workspaces / workspace.key / "one.md").exists()
         committed = await session.update(put("one"))  # nothing was written: the same change goes
