@@ -53,3 +53,36 @@ def test_the_advice_for_a_name_that_is_no_string_makes_the_record_valid(
     path.write_text(RECORD.format(name=followed.removeprefix("name: ")))
     again = remem(home, "memory", "validate", str(path))
     assert (again.returncode, again.stdout) == (0, "1 file(s) checked, 0 problem(s)\n"), again
+
+
+@pytest.mark.parametrize("stem", ["3", "true", "null"])
+@pytest.mark.parametrize(
+    ("written", "code", "problem"),
+    [
+        (
+            "abc",
+            "name-mismatch",
+            "the name `abc` differs from the file name `{file}`; rename the file to `abc.md` or",
+        ),
+        (
+            "ABC",
+            "name-invalid",
+            "names are lowercase; use `abc`, and rename the file `{file}` to `abc.md` (or",
+        ),
+    ],
+)
+def test_the_file_name_offered_for_another_name_is_the_line_that_makes_the_record_valid(
+    home: Home, tmp_path: Path, stem: str, written: str, code: str, problem: str
+) -> None:
+    """`name: abc` in `3.md` was told to "set `name: 3`", which is a number, not the file's name."""
+    path = tmp_path / f"{stem}.md"
+    path.write_text(RECORD.format(name=written))
+    said = remem(home, "memory", "validate", str(path))
+    closing = ")" if code == "name-invalid" else ""
+    assert (said.returncode, said.stdout.splitlines()[0]) == (
+        1,
+        f"{path}:2:7: error: {problem.format(file=path.name)} set `name: '{stem}'`{closing} [remem/{code}]",
+    ), said
+    path.write_text(RECORD.format(name=f"'{stem}'"))
+    again = remem(home, "memory", "validate", str(path))
+    assert (again.returncode, again.stdout) == (0, "1 file(s) checked, 0 problem(s)\n"), again

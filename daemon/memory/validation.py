@@ -757,8 +757,9 @@ def _name_problem(value: str, spans_lines: bool, file_name: str | None) -> tuple
     if broken is not None:
         return broken if stem is None else (broken[0], broken[1] + _and_the_file(value, stem, file_name))
     if stem is not None and stem != value:
-        # The file's name is offered only when it is a name itself (`A.md` holds none).
-        other = "" if _name_rules(stem) is not None else f" or set `name: {stem}`"
+        # The file's name is offered only when it is a name itself (`A.md` holds none), and as
+        # the line the editor's fix writes: `name: 3` bare would be a number, not `3.md`'s name.
+        other = "" if _name_rules(stem) is not None else f" or set `{key_line('name', stem)}`"
         return "name-mismatch", (
             f"the name `{value}` differs from the file name `{file_name}`; rename the file to "
             f"`{value}.md`{other}"
@@ -773,7 +774,7 @@ def _and_the_file(value: str, stem: str, file_name: str | None) -> str:
     if lowered == stem or _name_rules(lowered) is not None:
         return ""
     if _name_rules(stem) is None:
-        return f", and rename the file `{file_name}` to `{lowered}.md` (or set `name: {stem}`)"
+        return f", and rename the file `{file_name}` to `{lowered}.md` (or set `{key_line('name', stem)}`)"
     return f", and rename the file `{file_name}` to `{lowered}.md`"
 
 
