@@ -128,6 +128,15 @@ class Home:
     def _entries(self) -> tuple[Path, ...]:
         return tuple(self.root / name for name in ENTRIES)
 
+    @cached_property
+    def own_entries(self) -> frozenset[Path]:
+        """What remem lays out directly in the home (`memory/`, `state/`, `history`, the
+        settings…): anything else there is the user's, a project kept in the home, say."""
+        made = (*self._layout, *self._entries, self.settings_file, self.credentials_file)
+        return frozenset(
+            self.root / path.relative_to(self.root).parts[0] for path in made if path != self.root
+        )
+
     def private_dir(self, folder: Path) -> Path:
         """Make `folder` (inside the home) and the folders between the home and it, each 0700;
         HomeUnusable when one is a link, as for the fixed folders."""

@@ -72,14 +72,15 @@ def test_a_file_the_store_never_reads_in_the_homes_memory_folder_is_no_memory_fi
     assert validated(home, home.memory) == (0, {str(home.global_file): []})  # not walked into
 
 
-def test_a_file_in_the_home_outside_its_memory_folder_is_no_memory_file(home: Home) -> None:
-    """`remem memory validate $REMEM_HOME` judged `notes/a.md` while it never said a folder
-    beside `memory/` that it could not read: only `memory/` holds memory, as the store reads."""
+def test_a_file_in_remems_own_folders_beside_memory_is_no_memory_file(home: Home) -> None:
+    """`remem memory validate $REMEM_HOME` judged `state/a.md` while it never said `state/`
+    when it could not read it: remem's own folders hold no memory, as the store reads (a
+    project kept elsewhere in the home is the user's: test_cli_validate_project_in_the_home)."""
     home.workspaces.mkdir(parents=True)
     home.global_file.write_text(NOT_A_RECORD)
-    strays = [home.root / "notes" / "a.md", home.root / "a.md"]
+    strays = [home.state / "a.md", home.sessions / "notes" / "a.md", home.root / "history" / "a.md"]
     for stray in strays:
-        stray.parent.mkdir(exist_ok=True)
+        stray.parent.mkdir(parents=True, exist_ok=True)
         stray.write_text("---\nname: a\ndescription: d\ntype: nope\n---\nbody\n")
     assert validated(home, home.root) == (0, {str(home.global_file): []})  # not walked into
     for stray in strays:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..fsutil import UNMERGED_MARKER
+from ..home import Home
 from ..os_names import is_utf8, shown
 from ..protocol.memory import Record
 from .canonical import (
@@ -536,26 +537,37 @@ def _walk(folder: Path) -> tuple[list[Path], list[OSError]]:
 
 def _may_hold_memory(folder: Path, named: Path, home: Path | None) -> bool:
     """Whether files `folder` holds (found under the folder `named`) would be validated: not in
-    a folder the walk skips, and in the home (`home` its workspaces folder, as above) only the
-    memory folder, its workspaces folder and a workspace folder (`state/` holds none)."""
+    a folder the walk skips, and in the home (`home` its workspaces folder, as above) not in
+    remem's own folders: of the memory folder only itself, its workspaces folder and a
+    workspace folder; none of `state/`, `sessions/`, `history`. Elsewhere in the home (a project
+    kept there) a folder is as anywhere."""
     if _SKIPPED_DIRS.intersection(folder.relative_to(named).parts):
         return False
     if home is None:
         return True
     resolved = folder.resolve()
-    if not resolved.is_relative_to(home.parent.parent):
-        return True
-    return resolved == home.parent or home in (resolved, resolved.parent)
+    if resolved.is_relative_to(home.parent):
+        return resolved == home.parent or home in (resolved, resolved.parent)
+    return not _remems_own(resolved, home)
 
 
 def _unread_in_home(path: Path, home: Path) -> bool:
-    """Whether `path` is a file the store never reads although it lies in the home (`home` is
-    its workspaces folder, as above): there, only `memory/GLOBAL.md` and the files of a
-    workspace folder are memory; a `MEMORY.md` beside `GLOBAL.md` indexes nothing, and a file
-    beside the memory folder (`notes/a.md`) is as foreign to it as `state/`, never said."""
+    """Whether `path` is a file the store never reads although it lies in one of remem's own
+    folders of the home (`home` is its workspaces folder, as above): in the memory folder only
+    `GLOBAL.md` and the files of a workspace folder are memory (a `MEMORY.md` beside `GLOBAL.md`
+    indexes nothing), and `state/`, `sessions/` or `history` hold none. A file elsewhere in the
+    home (`code/app/notes/a.md`, a project kept there) is the user's, judged as anywhere."""
     if _in_linked_workspace(path, home):
         return False  # reported as the link it is in
     folder = path.parent.resolve()
     if folder == home.parent:
         return path.name != GLOBAL_FILE
-    return folder.is_relative_to(home.parent.parent) and folder.parent != home
+    if folder.is_relative_to(home.parent):
+        return folder.parent != home
+    return _remems_own(folder, home)
+
+
+def _remems_own(resolved: Path, home: Path) -> bool:
+    """Whether the folder `resolved` is, or lies in, one of the entries remem lays out in the
+    home besides its memory folder (`home` is the workspaces folder, as above)."""
+    return any(resolved.is_relative_to(own) for own in Home(home.parent.parent).own_entries)
