@@ -247,3 +247,33 @@ def test_in_the_home_a_folder_outside_memory_is_never_said(home: Home) -> None:
         "1 file(s) checked, 0 problem(s)\n",
         "",
     ), validated
+
+
+def test_a_folder_named_under_several_spellings_that_cannot_be_listed_is_said_once(
+    home: Home, tmp_path: Path
+) -> None:
+    """`w/d/a.md w/x/../d/b.md wl/b.md` (`wl` a link to `w/d`, mode 0311) said `w/d` three
+    times, once per spelling, and counted it "3 not read"."""
+    folder, linked = tmp_path / "w" / "d", tmp_path / "wl"
+    folder.mkdir(parents=True)
+    (tmp_path / "w" / "x").mkdir()
+    linked.symlink_to(folder, target_is_directory=True)
+    for name in ("a", "b"):
+        (folder / f"{name}.md").write_text(f"---\nname: {name}\ndescription: {name}.\ntype: nope\n---\nB.\n")
+    spellings = [folder / "a.md", tmp_path / "w" / "x" / ".." / "d" / "b.md", linked / "b.md"]
+    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon"]
+    with modes((folder, 0o311)):  # to its owner what 0711 is to another user
+        if (
+            as_user(
+                [sys.executable, "-c", f"import os; os.listdir({str(folder)!r})"], {**os.environ}
+            ).returncode
+            == 0
+        ):
+            pytest.skip("run as root, whose processes read any folder still")
+        validated = as_user([*command, "memory", "validate", *map(str, spellings)], {**os.environ})
+    skipped = (
+        "cannot be listed (Permission denied), so the checks across its files (duplicate names, the "
+        "index) were skipped; let your user read it, or validate a copy elsewhere"
+    )
+    assert (validated.returncode, validated.stderr) == (1, f"remem: {folder}: {skipped}\n"), validated
+    assert validated.stdout.endswith("3 file(s) checked, 3 problem(s), 1 not read, not valid\n"), validated

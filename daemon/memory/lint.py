@@ -86,7 +86,9 @@ def lint_paths(
     files = _expand(paths, workspaces, unread)
     home = workspaces.resolve() if workspaces is not None else None  # once, not per file
     reports: dict[Path, list[Diagnostic]] = {}
-    by_folder: dict[Path, list[Path]] = defaultdict(list)
+    # A folder's files by the folder resolved: named under several spellings (`d/a.md`,
+    # `x/../d/b.md`, a link to `d`), it is judged, and said when it cannot be listed, once.
+    by_folder: dict[Path, tuple[Path, list[Path]]] = {}
     for path in files:
         if home is not None and _in_linked_workspace(path, home):
             reports[path] = [LINKED_WORKSPACE]
@@ -98,8 +100,8 @@ def lint_paths(
             except PermissionError as error:
                 unread.append(_cannot_read(error))
         else:
-            by_folder[path.parent].append(path)
-    for folder, wanted in by_folder.items():
+            by_folder.setdefault(path.parent.resolve(), (path.parent, []))[1].append(path)
+    for folder, wanted in by_folder.values():
         try:
             reports.update(_lint_folder(folder, wanted, unread))
         except PermissionError as error:
