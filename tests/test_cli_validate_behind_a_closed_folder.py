@@ -18,9 +18,16 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.home import Home
-from tests.permissions import as_user, modes
+from tests.permissions import as_user, modes, remem_bound
 
 RECORD = "---\nname: alpha\ndescription: A record.\ntype: feedback\n---\nBody.\n"
+
+
+def _skip_where_root_may(code: str, what: str) -> None:
+    """Skip, saying why, where a process bound as the user's still runs `code`: run as root,
+    whose processes `what` still."""
+    if as_user([sys.executable, "-c", code], {**os.environ}).returncode == 0:
+        pytest.skip(f"run as root, whose processes {what} still")
 
 
 def test_a_folder_and_a_file_behind_a_closed_folder_are_said_naming_it_with_exit_2(
@@ -30,14 +37,9 @@ def test_a_folder_and_a_file_behind_a_closed_folder_are_said_naming_it_with_exit
     (project / "sub").mkdir(parents=True)
     (project / "sub" / "alpha.md").write_text(RECORD)
     folder, file = project / "sub", project / "sub" / "alpha.md"
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "memory", "validate"]
     with modes((project, 0o700 & ~0o111)):  # its owner may not pass through it either
-        if (
-            as_user([sys.executable, "-c", f"import os; os.stat({str(folder)!r})"], {**os.environ}).returncode
-            == 0
-        ):
-            pytest.skip("run as root, whose processes pass through any folder still")
-        validated = as_user([*command, str(folder), str(file)], {**os.environ})
+        _skip_where_root_may(f"import os; os.stat({str(folder)!r})", "pass through any folder")
+        validated = remem_bound(home, "memory", "validate", str(folder), str(file))
 
     closed = (
         f"the folder {project} does not let your user in (Permission denied); "
@@ -76,12 +78,10 @@ def test_a_folder_or_file_inside_that_cannot_be_read_is_said_with_exit_2(
     (project / "sub").mkdir(parents=True)
     for path in (project / "alpha.md", project / "sub" / "beta.md", project / "secret.md"):
         path.write_text(RECORD.replace("alpha", path.stem))
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), *where, "memory", "validate"]
     with modes((project / closed, 0)):
         read = f"import os; p = {str(project / closed)!r}; os.listdir(p) if os.path.isdir(p) else open(p)"
-        if as_user([sys.executable, "-c", read], {**os.environ}).returncode == 0:
-            pytest.skip("run as root, whose processes read any file still")
-        validated = as_user([*command, str(project)], {**os.environ})
+        _skip_where_root_may(read, "read any file")
+        validated = remem_bound(home, *where, "memory", "validate", str(project))
     said = (
         f"cannot be read (Permission denied){unchecked}; let your user read it, or validate a copy elsewhere"
     )
@@ -98,16 +98,9 @@ def test_in_the_homes_memory_only_a_folder_holding_memory_is_said(home: Home) ->
     for folder in (closed, receipts):
         folder.mkdir(parents=True)
     (closed / "alpha.md").write_text(RECORD)
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon"]
     with modes((closed, 0), (receipts, 0)):
-        if (
-            as_user(
-                [sys.executable, "-c", f"import os; os.listdir({str(closed)!r})"], {**os.environ}
-            ).returncode
-            == 0
-        ):
-            pytest.skip("run as root, whose processes read any folder still")
-        validated = as_user([*command, "memory", "validate", str(home.root / "memory")], {**os.environ})
+        _skip_where_root_may(f"import os; os.listdir({str(closed)!r})", "read any folder")
+        validated = remem_bound(home, "--no-daemon", "memory", "validate", str(home.root / "memory"))
     said = "cannot be read (Permission denied), so the memory files in it went unchecked"
     assert (validated.returncode, validated.stderr) == (
         2,
@@ -122,22 +115,11 @@ def test_a_folder_that_cannot_be_read_hides_no_error_found_elsewhere(home: Home,
     (project / "docs").mkdir(parents=True)
     (project / "pgdata").mkdir()
     (project / "docs" / "a.md").write_text("---\nname: a\ndescription: A record.\n---\nBody.\n")
-    command = [
-        sys.executable,
-        "-m",
-        "remem.daemon",
-        "--home",
-        str(home.root),
-        "--no-daemon",
-        "memory",
-        "validate",
-    ]
+    validate = ("--no-daemon", "memory", "validate")
     with modes((project / "pgdata", 0)):
-        read = f"import os; os.listdir({str(project / 'pgdata')!r})"
-        if as_user([sys.executable, "-c", read], {**os.environ}).returncode == 0:
-            pytest.skip("run as root, whose processes read any folder still")
-        said = as_user([*command, str(project)], {**os.environ})
-        answered = as_user([*command, "--json", str(project)], {**os.environ})
+        _skip_where_root_may(f"import os; os.listdir({str(project / 'pgdata')!r})", "read any folder")
+        said = remem_bound(home, *validate, str(project))
+        answered = remem_bound(home, *validate, "--json", str(project))
     unread = (
         "cannot be read (Permission denied), so the memory files in it went unchecked; "
         "let your user read it, or validate a copy elsewhere"
@@ -158,25 +140,9 @@ def test_a_file_named_in_a_folder_its_user_may_enter_but_not_list_is_checked(
     folder = tmp_path / "dir"
     folder.mkdir()
     (folder / "b.md").write_text("---\nname: b\ndescription: A record.\n---\nBody.\n")
-    command = [
-        sys.executable,
-        "-m",
-        "remem.daemon",
-        "--home",
-        str(home.root),
-        "--no-daemon",
-        "memory",
-        "validate",
-    ]
     with modes((folder, 0o311)):  # to its owner what 0711 is to another user
-        if (
-            as_user(
-                [sys.executable, "-c", f"import os; os.listdir({str(folder)!r})"], {**os.environ}
-            ).returncode
-            == 0
-        ):
-            pytest.skip("run as root, whose processes read any folder still")
-        validated = as_user([*command, str(folder / "b.md")], {**os.environ})
+        _skip_where_root_may(f"import os; os.listdir({str(folder)!r})", "read any folder")
+        validated = remem_bound(home, "--no-daemon", "memory", "validate", str(folder / "b.md"))
     skipped = (
         "cannot be listed (Permission denied), so the checks across its files (duplicate names, the "
         "index) were skipped; let your user read it, or validate a copy elsewhere"
@@ -198,12 +164,11 @@ def test_a_sibling_that_cannot_be_read_hides_neither_the_file_named_nor_the_othe
         (folder / f"{name}.md").write_text(
             f"---\nname: {name}\ndescription: {name}.\ntype: {kind}\n---\nB.\n"
         )
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon"]
-    validate = [*command, "memory", "validate", "--json"]
     with modes((folder / "c.md", 0), (folder, folder_mode)):
-        if as_user([sys.executable, "-c", f"open({str(folder / 'c.md')!r})"], {**os.environ}).returncode == 0:
-            pytest.skip("run as root, whose processes read any file still")
-        named = as_user([*validate, str(folder / "a.md"), str(folder / "b.md")], {**os.environ})
+        _skip_where_root_may(f"open({str(folder / 'c.md')!r})", "read any file")
+        named = remem_bound(
+            home, "--no-daemon", "memory", "validate", "--json", str(folder / "a.md"), str(folder / "b.md")
+        )
     answer = json.loads(named.stdout)
     assert (named.returncode, named.stderr) == (1, ""), named
     assert [(f["path"], [d["code"] for d in f["diagnostics"]]) for f in answer["files"]] == [
@@ -232,16 +197,9 @@ def test_in_the_home_a_folder_outside_memory_is_never_said(home: Home) -> None:
     home.state.mkdir(parents=True, exist_ok=True)
     home.memory.mkdir(parents=True, exist_ok=True)
     (home.memory / "GLOBAL.md").write_text("Prefer uv.\n")
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon"]
     with modes((home.state, 0)):
-        if (
-            as_user(
-                [sys.executable, "-c", f"import os; os.listdir({str(home.state)!r})"], {**os.environ}
-            ).returncode
-            == 0
-        ):
-            pytest.skip("run as root, whose processes read any folder still")
-        validated = as_user([*command, "memory", "validate", str(home.root)], {**os.environ})
+        _skip_where_root_may(f"import os; os.listdir({str(home.state)!r})", "read any folder")
+        validated = remem_bound(home, "--no-daemon", "memory", "validate", str(home.root))
     assert (validated.returncode, validated.stdout, validated.stderr) == (
         0,
         "1 file(s) checked, 0 problem(s)\n",
@@ -261,16 +219,9 @@ def test_a_folder_named_under_several_spellings_that_cannot_be_listed_is_said_on
     for name in ("a", "b"):
         (folder / f"{name}.md").write_text(f"---\nname: {name}\ndescription: {name}.\ntype: nope\n---\nB.\n")
     spellings = [folder / "a.md", tmp_path / "w" / "x" / ".." / "d" / "b.md", linked / "b.md"]
-    command = [sys.executable, "-m", "remem.daemon", "--home", str(home.root), "--no-daemon"]
     with modes((folder, 0o311)):  # to its owner what 0711 is to another user
-        if (
-            as_user(
-                [sys.executable, "-c", f"import os; os.listdir({str(folder)!r})"], {**os.environ}
-            ).returncode
-            == 0
-        ):
-            pytest.skip("run as root, whose processes read any folder still")
-        validated = as_user([*command, "memory", "validate", *map(str, spellings)], {**os.environ})
+        _skip_where_root_may(f"import os; os.listdir({str(folder)!r})", "read any folder")
+        validated = remem_bound(home, "--no-daemon", "memory", "validate", *map(str, spellings))
     skipped = (
         "cannot be listed (Permission denied), so the checks across its files (duplicate names, the "
         "index) were skipped; let your user read it, or validate a copy elsewhere"
