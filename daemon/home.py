@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass
 from functools import cached_property
@@ -15,6 +16,9 @@ from .safe_open import kind_at
 
 HOME_ENV = "REMEM_HOME"
 DEFAULT_HOME = "~/.remem"  # when neither `--home` nor $REMEM_HOME names one
+# A review receipt's file name, directly in `reviews`: its review id (a sha256 in hex,
+# `consolidation.receipts.review_id`) and `.md`. No other file there is a receipt.
+RECEIPT_NAME = re.compile(r"[0-9a-f]{64}\.md")
 
 
 class HomeUnusable(Exception):

@@ -31,8 +31,7 @@ from pydantic import ValidationError
 from .. import safe_yaml
 from ..credentials import mask_userinfo, redact
 from ..fsutil import atomic_rewrite, refused_as_unwritable
-from ..home import Home
-from ..os_names import is_utf8, shown
+from ..home import RECEIPT_NAME, Home
 from ..protocol.consolidation import Attempt, HistoryLink, Receipt, Status
 from ..protocol.sessions import ListError, ReviewState
 from ..safe_open import open_regular, refused, standing_at
@@ -44,10 +43,6 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # receipt stands, and the next write of it removes the temp (decision 0411).
 AFTER_TEMP_WRITE = "consolidation.receipt.after-temp-write"
 CONSOLIDATOR_VERSION = 2  # bump when prompt, schema, projection or commit semantics change
-NAME_NOT_UTF8 = (
-    "its name is not UTF-8 (shown with \\x escapes), so it is no receipt: remem names each "
-    "<review-id>.md; rename or remove the file"
-)
 
 
 SUCCEEDED = frozenset({Status.COMMITTED, Status.NO_CHANGE})
@@ -269,9 +264,6 @@ class ReceiptStore:
         """Every readable receipt, oldest first, and each file that is not one, with why."""
         receipts, errors = [], []
         for path in self._files():
-            if not is_utf8(path.name):  # no review id is: an answer holding it failed to be sent
-                errors.append(ListError(path=shown(str(path)), message=NAME_NOT_UTF8, kind="reviews"))
-                continue
             try:
                 receipts.append(self._cached(path))
             except FileNotFoundError:  # replaced or removed since the glob
@@ -285,9 +277,14 @@ class ReceiptStore:
         return sorted(receipts, key=lambda r: (r.createdAt, r.review)), sorted(errors, key=lambda e: e.path)
 
     def _files(self) -> list[Path]:
-        """The receipt files; none while their folder is not made. Never through a link; a folder
-        that cannot be listed (a file there, no permission) is `HomeUnusable`."""
-        return [self.folder / name for name in self._home.names_in(self.folder) if name.endswith(".md")]
+        """The receipt files, named `RECEIPT_NAME`: nothing else there is read as one, since an
+        editor's lock (`.#a.md`) or a README read so made every session's review state unknown, as
+        a damaged receipt must (decision 0529). None while their folder is not made. Never
+        through a link; a folder that cannot be listed (a file there, no permission) is
+        `HomeUnusable`."""
+        return [
+            self.folder / name for name in self._home.names_in(self.folder) if RECEIPT_NAME.fullmatch(name)
+        ]
 
     def _cached(self, path: Path) -> Receipt:
         st = _regular_stat(path)

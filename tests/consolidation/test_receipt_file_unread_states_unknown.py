@@ -56,3 +56,27 @@ def test_a_receipt_file_that_cannot_be_read_leaves_review_states_unknown_and_say
     assert "Permission denied" in closed["errors"][0]["message"], closed  # type: ignore[index]
     assert [row["review"]["state"] for row in opened["sessions"]] == ["consolidated"], opened  # type: ignore[index]
     assert opened["errors"] == [], opened
+
+
+@pytest.mark.parametrize("daemon", [False, True], ids=["no-daemon", "daemon"])
+def test_a_file_not_named_as_a_receipt_is_no_receipt_and_leaves_review_states_known(
+    home: Home, fake: FakeOpenAI, source: Source, daemon: bool
+) -> None:
+    """An editor's lock link (`.#a.md`, Emacs's, leading nowhere) or a README beside the receipts
+    was read as a receipt that could not be read, and every session's state was `unknown`:
+    remem names a receipt by its review id only, so nothing else there is one."""
+    fake.reply(tool_call(both_scopes(source)))
+    assert remem(home, "consolidate", source.id).returncode == 0
+    folder = ReceiptStore(home).folder
+    (folder / ".#notes.md").symlink_to("user@host.1234:1700000000")
+    (folder / "README.md").write_text("# Notes on these receipts\n")
+    try:
+        answer, footer = _listed(home, daemon)
+        receipts = json.loads(remem(home, "receipts", "--json", daemon=daemon).stdout)
+    finally:
+        if daemon:
+            remem(home, "daemon", "stop")
+    assert [row["review"]["state"] for row in answer["sessions"]] == ["consolidated"], answer  # type: ignore[index]
+    assert answer["errors"] == [], answer
+    assert footer == "1 session(s), 0 unreadable", footer
+    assert (len(receipts["receipts"]), receipts["errors"]) == (1, []), receipts
