@@ -604,8 +604,14 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
         ),
         turn.key,
     )
-    # Or at the `--max-turns` note below the path's end, on no path (`_Graph.stop_note_below`).
-    at = next((at for at, line in enumerate(path) if line.record.uuid == last), len(path) - 1)
+    at = next((at for at, line in enumerate(path) if line.record.uuid == last), None)
+    if at is None:
+        # Or at the `--max-turns` note below the path's end, on no path (`_Graph.stop_note_below`),
+        # the path copied whole to keep it; an end anywhere else is a bug's, never such a copy.
+        note = None if followed else graph.stop_note_below(path[-1])
+        if note is None or note.record.uuid != last:
+            raise LookupError(f"turn {turn_index} ends at {last}, neither on the path nor below its end")
+        at = len(path) - 1
     through = path[: at + 1]
     kept = {line.record.uuid for line in through}
     # What is put back beside the path through the turn, and the lines nobody says hanging
