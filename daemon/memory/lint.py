@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..fsutil import UNMERGED_MARKER
-from ..home import Home
+from ..home import RECEIPT_NAME, Home
 from ..os_names import is_utf8, shown
 from ..protocol.memory import Record
 from .canonical import (
@@ -47,8 +46,6 @@ from .validation import (
 )
 
 _SKIPPED_DIRS = {"reviews", "debug"}
-# A receipt's name: its review id (64 hex digits, consolidation.receipts), directly in reviews/.
-_RECEIPT_NAME = re.compile(r"[0-9a-f]{64}\.md")
 
 
 @dataclass(frozen=True)
@@ -448,7 +445,7 @@ def _expand(paths: list[Path], workspaces: Path | None, unread: list[Unchecked])
             problems.append(
                 f"{path}: not a memory file but one of remem's review receipts (memory/reviews/); "
                 "there is nothing to validate"
-                if path.parent.resolve() == home.parent / "reviews" and _RECEIPT_NAME.fullmatch(path.name)
+                if path.parent.resolve() == home.parent / "reviews" and RECEIPT_NAME.fullmatch(path.name)
                 else f"{path}: not a memory file: in remem's home only memory/GLOBAL.md and the files of "
                 "each memory/workspaces/<key>/ folder are memory; move what it holds into one of them"
             )
