@@ -13,6 +13,8 @@ of a committed plan, whichever process was committing it.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..agent_updates.audit import AuditTrail
-from ..consolidation.settle import pending
+from ..consolidation.settle import marks, pending
 from ..home import Home, HomeUnusable
 from ..protocol.api import InProcessTransport
 from ..protocol.rpc import Method, Params, Result
@@ -92,8 +94,8 @@ class Services:
         try:
             return bool(pending(self.home))
         except HomeUnusable:
-            if reads_memory:
-                raise
+            if reads_memory or not any(_closed(f) for f in (self.home.reviews, marks(self.home))):
+                raise  # a file or link there, or `memory` itself closed: the home in the way
             return False
 
     async def settle(self) -> None:
@@ -134,3 +136,21 @@ class InProcess:
 
     async def close(self) -> None:
         self.services.close()
+
+
+def _closed(folder: Path) -> bool:
+    """Whether `folder` is a folder this user may reach but not list: the one refusal a session
+    listing goes on past (decision 0529). A file or a link there, or a folder on the way to it
+    closed, is the home in the way."""
+    try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return False
+    except OSError:
+        return False
+    try:
+        os.listdir(folder)
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False

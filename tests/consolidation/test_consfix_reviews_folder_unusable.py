@@ -5,7 +5,8 @@ made unreadable, while the daemon runs: every request lists the marks first, and
 list and tree and the receipts list the receipts too. Each met the folder as a bug's
 NotADirectoryError or PermissionError: an internal error (-32603) with a traceback in the log.
 Each now answers HOME_UNUSABLE naming the folder, in the words remem uses when it cannot make
-it, and the daemon serves again once the folder is back. The language server, which reads the
+it, and the daemon serves again once the folder is back; only a receipts' folder closed to its
+user is listed past, every review state unknown (decision 0529). The language server, which reads the
 receipts for a hover, says the same.
 """
 
@@ -105,8 +106,10 @@ def bound(home: Home) -> Iterator[Home]:
         _stop(home)
 
 
-def _refused(answers: list[Any], folder: Path, said: str) -> None:
-    for (method, _), answer in zip(READS, answers, strict=True):
+def _refused(
+    answers: list[Any], folder: Path, said: str, asked: list[tuple[str, dict[str, Any]]] = READS
+) -> None:
+    for (method, _), answer in zip(asked, answers, strict=True):
         assert isinstance(answer, RpcError), (method, answer)
         assert answer.code == HOME_UNUSABLE, (method, answer.code, answer.message)
         assert f"{folder} {said}" in answer.message, (method, answer.message)
@@ -139,7 +142,13 @@ def test_an_unreadable_receipts_folder_is_said_and_the_daemon_serves_on(bound: H
         answers = _calls(bound, READS)
     finally:
         bound.reviews.chmod(0o700)
-    _refused(answers, bound.reviews, CLOSED)
+    # The sessions are listed, their review states unknown, the folder said once (decision 0529).
+    for listed, items in zip(answers[:2], ("sessions", "nodes"), strict=True):
+        assert not isinstance(listed, RpcError), listed
+        assert [e["kind"] for e in listed["errors"]] == ["reviews"], listed
+        assert f"{bound.reviews} cannot be read (Permission denied)" in listed["errors"][0]["message"]
+        assert all(item["review"]["state"] == "unknown" for item in listed[items]), listed
+    _refused(answers[2:], bound.reviews, CLOSED, READS[2:])
     _serves_again(bound)
 
 
