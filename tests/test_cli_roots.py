@@ -44,7 +44,7 @@ def test_a_folder_inside_a_root_is_an_error_naming_the_root_to_name(home: Home, 
         code, answer = listed(home, "--root", str(folder))
         assert (code, answer["sessions"]) == (0, []), folder
         assert answer["errors"] == [
-            {"path": str(folder), "message": f"looks like {says} as the root instead"}
+            {"path": str(folder), "message": f"looks like {says} as the root instead", "kind": "sessions"}
         ], folder
     # A root of settings.yml that names its format is told the same; the folders it names instead list.
     home.ensure_layout()

@@ -391,7 +391,7 @@ def receipt_of(home: Home, session: str) -> None:
     revisions = ScopeRevisions(before="sha256:" + "1" * 64)
     target = Target(workspace="ws", workspaceRevisions=revisions, globalRevisions=revisions)
     receipt = Receipt(
-        review="r" * 64, consolidator=1, status=Status.COMMITTED, source=source, target=target,
+        review="e" * 64, consolidator=1, status=Status.COMMITTED, source=source, target=target,
         createdAt="2026-01-01T00:00:00Z",
     )  # fmt: skip
     ReceiptStore(home.ensure_layout()).write(receipt)

@@ -69,7 +69,7 @@ def test_a_fifo_at_the_session_metadata_is_a_listing_error_and_refuses_changes(h
         "shown, and none can be changed until it is fixed or deleted (deleting it forgets them)"
     )
     assert (metas, unreadable) == ({}, said)
-    assert {"path": str(meta.path), "message": said} in listing["errors"], listing
+    assert {"path": str(meta.path), "message": said, "kind": "metadata"} in listing["errors"], listing
     assert refused.value.code == "INVALID" and refused.value.message == said
     assert stat.S_ISFIFO(os.lstat(meta.path).st_mode), "never overwritten"
 
