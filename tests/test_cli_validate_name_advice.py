@@ -50,9 +50,7 @@ def test_the_advice_for_a_name_that_is_no_string_makes_the_record_valid(
         f"{path}:2:7: error: `name` must be a string, not {kind}; {advice} [remem/non-string-value]",
     ), said
     followed = advice.split("`")[1]  # the line, or the name, the advice gives
-    path.write_text(RECORD.format(name=followed.removeprefix("name: ")))
-    again = remem(home, "memory", "validate", str(path))
-    assert (again.returncode, again.stdout) == (0, "1 file(s) checked, 0 problem(s)\n"), again
+    _valid_with(home, path, followed.removeprefix("name: "))
 
 
 @pytest.mark.parametrize("stem", ["3", "true", "null"])
@@ -83,6 +81,11 @@ def test_the_file_name_offered_for_another_name_is_the_line_that_makes_the_recor
         1,
         f"{path}:2:7: error: {problem.format(file=path.name)} set `name: '{stem}'`{closing} [remem/{code}]",
     ), said
-    path.write_text(RECORD.format(name=f"'{stem}'"))
+    _valid_with(home, path, f"'{stem}'")
+
+
+def _valid_with(home: Home, path: Path, name: str) -> None:
+    """The record at `path` passes once its name line is `name`, as the advice wrote it."""
+    path.write_text(RECORD.format(name=name))
     again = remem(home, "memory", "validate", str(path))
     assert (again.returncode, again.stdout) == (0, "1 file(s) checked, 0 problem(s)\n"), again
