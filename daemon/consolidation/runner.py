@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .. import safe_yaml
 from ..faults import faultpoint
@@ -452,8 +452,9 @@ class Consolidator:
         review = review_id(session_id, log.digest, workspace.key)
         # Projecting a harness file costs several times its read: not done for a run its receipt will
         # likely answer, which waits holding the digest alone (decision 0469).
-        projected = None if self._answered_first(review) else _projection(catalog, entry, log)
-        done = self._done(review)
+        status = self._receipt_status(review)
+        projected = None if self._answered_first(review, status) else _projection(catalog, entry, log)
+        done = status in SUCCEEDED
         source = _Observed(entry, idle_seconds, log.digest, review, projected, workspace, catalog, done)
         if not self._still_same(source):
             raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
@@ -475,27 +476,21 @@ class Consolidator:
             frozen=Frozen(global_raw, files),
         )
 
-    def _done(self, review: str) -> bool:
-        """Whether `review` ended for good: a receipt that cannot be read is refused under the
-        review's lock, in the workspace's turn, as any other run."""
+    def _receipt_status(self, review: str) -> Status | Literal["unreadable"] | None:
+        """The status of `review`'s receipt, read once per request's freeze; None when it has
+        none. One that cannot be read is refused under the review's lock, as any other run."""
         try:
             receipt = self.receipts.read(review)
         except ReceiptError:
-            return False
-        return receipt is not None and receipt.status in SUCCEEDED
+            return "unreadable"
+        return None if receipt is None else receipt.status
 
-    def _answered_first(self, review: str) -> bool:
+    def _answered_first(self, review: str, status: Status | Literal["unreadable"] | None) -> bool:
         """Whether a run of `review` will likely be answered before its evidence is needed: another
-        request of this process runs it, or its receipt is settled, committing, under way (in
-        another process, or left by a crash) or cannot be read. Only a failed review, or none,
-        surely asks the model; the review's lock settles it."""
-        if review in self._reviews:
-            return True
-        try:
-            receipt = self.receipts.read(review)
-        except ReceiptError:  # refused under the lock, before anything is projected
-            return True
-        return receipt is not None and receipt.status not in FAILED
+        request of this process runs it, or its receipt (`status`) is settled, committing, under
+        way (in another process, or left by a crash) or cannot be read. Only a failed review, or
+        none, surely asks the model; the review's lock settles it."""
+        return review in self._reviews or (status is not None and status not in FAILED)
 
     def _eligible(self, catalog: SessionCatalog, session_id: str, idle_seconds: int) -> Entry:
         # A whole listing, not the index's shortcut: uniqueness must be seen, not assumed.
