@@ -173,10 +173,13 @@ class SessionMethods:
             entries, errors = catalog.entries(params.cwd, progress)
             receipts, unread = self._receipts_read()
             errors += unread
-            states = review_states(receipts, self._digests(catalog, entries, receipts))
             nodes = build_tree(lineage_items(entries)).flat()
-            if unread:
-                states = dict.fromkeys((n.id for n in nodes), REVIEW_UNKNOWN)
+            # Receipts not all read leave every state unknown: no session's file is hashed for one.
+            states = (
+                dict.fromkeys((n.id for n in nodes), REVIEW_UNKNOWN)
+                if unread
+                else review_states(receipts, self._digests(catalog, entries, receipts))
+            )
             return TreeResult(
                 nodes=[n.model_copy(update={"review": states[n.id]}) if n.id in states else n for n in nodes],
                 errors=errors,  # what it could not read: an unreadable workspace is not an empty one
@@ -276,12 +279,14 @@ class SessionMethods:
                 # `unknown` where a listing's would be, said by the listing (decision 0529).
                 projection = catalog.projection(params.id)
                 receipts, unread = self._receipts_read()
-                digests = self._digests(catalog, [entry], receipts)
-                states, row = review_states(receipts, digests), entry.summary
+                row = entry.summary
                 if unread:
                     row = row.model_copy(update={"review": REVIEW_UNKNOWN})
-                elif row.id in states:
-                    row = row.model_copy(update={"review": states[row.id], "digest": digests[row.id]})
+                else:
+                    digests = self._digests(catalog, [entry], receipts)
+                    state = review_states(receipts, digests).get(row.id)
+                    if state is not None:
+                        row = row.model_copy(update={"review": state, "digest": digests[row.id]})
                 return LogResult(
                     header=row.model_dump(mode="json"),
                     title=projection.title,
