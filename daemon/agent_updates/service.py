@@ -355,15 +355,15 @@ class AgentUpdates:
     def _shown(self, update: ScopedUpdate) -> _Shown | None:
         """What the agent's memory_context is made of before `update` commits; None when its
         workspace is unknown or unreadable (a Global update then warns of nothing)."""
+        workspace = update.context_workspace
+        if workspace is None:
+            return None
         try:
             global_content = self.cache.global_snapshot().content
         except (MemoryInvalid, HomeUnusable, OSError):
             # Global unreadable (the context is refused until it reads again): the index is
             # held to its own budget.
             global_content = ""
-        workspace = update.context_workspace
-        if workspace is None:
-            return None
         try:
             return _Shown(global_content, self.cache.workspace_snapshot(workspace).records)
         except (MemoryInvalid, HomeUnusable, OSError):
