@@ -156,15 +156,20 @@ def _in_turn(
         wait_until(lambda: fake.count == 1, what="the first review to ask the model")
         second = _run(home, sessions[1])
         said: list[str] = []
-        assert second.stderr is not None
-        reader = _lines(second.stderr, said)
+        printed: list[str] = []
+        assert second.stderr is not None and second.stdout is not None
+        # Both streams read by threads alone: `communicate` would take what the reader had not
+        # yet, a refusal's line included.
+        readers = [_lines(second.stderr, said), _lines(second.stdout, printed)]
         try:
             wait_until(lambda: waited(said), what=what, seen=lambda: said)
             meanwhile()
         finally:
             gate.set()
-        out, _ = second.communicate(timeout=GUARD_SECONDS)
-        reader.join(GUARD_SECONDS)
+        second.wait(timeout=GUARD_SECONDS)
+        for reader in readers:
+            reader.join(GUARD_SECONDS)
+        out = "".join(printed)
     finally:
         gate.set()
         first_out, _ = first.communicate(timeout=GUARD_SECONDS)
