@@ -13,7 +13,8 @@ inside the daemon's message limit; the store's own limits (8 KiB a record body, 
 
 A harness waits for a tool's answer as long as its own timeout allows (Claude Code, by default,
 for hours): a daemon that is stopped or stuck must not hold the agent's turn that long, so every
-call to memory is answered within `CALL_SECONDS` (`$REMEM_MCP_CALL_SECONDS`), as unavailable.
+tool call is answered within `CALL_SECONDS` (`$REMEM_MCP_CALL_SECONDS`), all it asks of memory
+together, as unavailable.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ log = logging.getLogger("remem.agents")
 
 
 def call_seconds(env: Mapping[str, str] = os.environ) -> float:
-    """How long one call may wait for memory: `$REMEM_MCP_CALL_SECONDS`, a positive number of
+    """How long one tool call may wait for memory: `$REMEM_MCP_CALL_SECONDS`, a positive number of
     seconds, else `CALL_SECONDS` (a value that is none is logged, for the user, and passed over)."""
     said = env.get(CALL_SECONDS_ENV)
     if said is None:

@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 from pydantic import ValidationError
@@ -48,7 +48,6 @@ from remem.daemon.protocol.rpc import (
     AgentUpdateResult,
     HistoryLogParams,
     HistoryLogResult,
-    Result,
     RpcError,
     WorkspaceParams,
 )
@@ -126,6 +125,7 @@ SCOPE_HELD = (
     "or stuck; the user sees which in this MCP server's log). Nothing was written. Try again in a "
     "minute; if it is still held, ask the user to end that process."
 )
+T = TypeVar("T")
 _SCOPE_TITLES = {"global": "Global", "workspace": "This project's"}
 log = logging.getLogger("remem.agents")
 
@@ -206,13 +206,15 @@ class AgentSession:
     async def history(self, cwd: str, limit: int) -> RecentChanges:
         """The newest `limit` entries of this workspace's and Global's history, newest first,
         and why either scope's history lacks changes, if it does."""
-        entries, gaps = [], []
-        for scope in (cwd, None):
-            answer = await self._call(self._log(cwd, scope, limit), otherwise=HISTORY_UNREADABLE)
-            entries += answer.entries
-            if answer.problem is not None:  # its words name paths: the user reads them in `memory log`
-                gaps.append(answer.scope)
+        answers = await self._call(self._logs(cwd, limit), otherwise=HISTORY_UNREADABLE)
+        entries = [entry for answer in answers for entry in answer.entries]
+        # A problem's words name paths: the user reads them in `memory log`.
+        gaps = [answer.scope for answer in answers if answer.problem is not None]
         return RecentChanges(sorted(entries, key=lambda e: e.at, reverse=True)[:limit], gaps)
+
+    async def _logs(self, cwd: str, limit: int) -> list[HistoryLogResult]:
+        """This workspace's history and Global's: one `_call`, so one deadline for both."""
+        return [await self._log(cwd, scope, limit) for scope in (cwd, None)]
 
     async def _log(self, cwd: str, scope: str | None, limit: int) -> HistoryLogResult:
         """One scope's history; invalid memory refused as memory_context refuses it."""
@@ -281,10 +283,11 @@ class AgentSession:
         return self._workspace[1]
 
     async def _call(
-        self, answer: Awaitable[Result], changes: Sequence[AgentChange] = (), *, otherwise: str = NOT_DONE
-    ) -> Result:
+        self, answer: Awaitable[T], changes: Sequence[AgentChange] = (), *, otherwise: str = NOT_DONE
+    ) -> T:
         """`answer`, or the Refusal that tells the agent what to do; `otherwise` is what it is told
-        of a refusal it cannot act on (logged, for the user)."""
+        of a refusal it cannot act on (logged, for the user). A tool call makes one `_call`,
+        whatever it asks of memory inside it: the agent is answered within one `deadline`."""
         try:
             with anyio.fail_after(self.deadline):
                 return await answer

@@ -4,6 +4,7 @@ another process kept, the agent lock or the store's."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
 import signal
@@ -18,10 +19,13 @@ from remem.agents.limits import CALL_SECONDS_ENV
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.server.runtime import DaemonPaths
+from tests.daemon.helpers import waiting_for
+from tests.waiting import until
 
 from .conftest import agent, put, text_of
 
 pytestmark = pytest.mark.asyncio
+LOCKS_SHOWN = pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks")
 MODES = pytest.mark.parametrize("options", [(), ("--no-daemon",)], ids=["daemon", "no-daemon"])
 
 
@@ -87,3 +91,29 @@ async def test_a_lock_another_process_keeps_is_said_and_nothing_is_written(
         assert not (home.workspaces / workspace.key / "one.md").exists()
         committed = await session.update(put("one"))  # nothing was written: the same change goes
     assert not committed.is_error, text_of(committed)
+
+
+@LOCKS_SHOWN
+async def test_memory_history_is_answered_within_one_deadline_for_both_its_reads(
+    home: Home, project: Path, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """memory_history reads two histories, this project's then Global's, each a call to the
+    daemon: each had a deadline of its own, so the tool call could wait twice as long as
+    REMEM_MCP_CALL_SECONDS promises. Each read is kept by its scope's lock, another process's
+    (a `--no-daemon` writer), for 3 s: under the 5 s deadline alone, past it together."""
+    monkeypatch.setenv(CALL_SECONDS_ENV, "5")
+    async with agent(home, project) as session:
+        await session.context()
+        assert not (await session.update(put("one"))).is_error
+        status = DaemonPaths(home, layout=False).read_status()
+        assert status is not None, "the context started the daemon"
+        workspace_lock, global_lock = home.locks / f"ws-{workspace.key}.lock", home.locks / "global.lock"
+        with held(global_lock):
+            with held(workspace_lock):
+                asked = asyncio.create_task(session.call("memory_history"))
+                await until(lambda: waiting_for(workspace_lock) == status.pid, what="the project's read")
+                await asyncio.sleep(3)  # how long the read is kept, not a wait for anything
+            await until(lambda: waiting_for(global_lock) == status.pid, what="Global's read")
+            await asyncio.sleep(3)
+        result = await asked
+    _refusal(result, "remem's memory service did not answer within 5 s", "call memory_context")
