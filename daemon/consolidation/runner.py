@@ -114,7 +114,7 @@ class _Ready:
     context: str
     ranges: list[EvidenceRange]
     debug: DebugLog | None
-    source: _Input  # as the review goes on: read again under its lock if it was frozen without evidence
+    source: _Input  # as the review goes on: read again under its lock when not as frozen
 
 
 @dataclass(frozen=True)
@@ -540,32 +540,59 @@ class Consolidator:
             )
 
     def _projected(self, source: _Input) -> tuple[_Input, _Projected]:
-        """`source` with its evidence: one frozen without it (decision 0469) is read again now,
-        under the review's lock, on a whole listing, and judged as the freeze judges it: gone, it
-        is refused as a new request would be (`NOT_FOUND`, `AMBIGUOUS`, `UNREADABLE`); live
-        again, `LIVE` (decision 0487). It is taken only with the content the review id was made
-        of, at the same path: the same digest, else `SOURCE_CHANGED`. Its revision may have moved
-        while the request waited (a `touch`, a `chmod`): the later observations compare this read's.
-        One projected at its freeze is observed again as its commit will observe it: changed while
-        the request waited for its workspace's turn, it is refused before the model is asked."""
-        session, catalog = source.entry.summary.id, source.catalog
-        waited = Refused("SOURCE_CHANGED", f"session {session} changed while this request waited; try again")
-        if source.projected is not None:
-            if not self._still_same(source):
-                raise waited
+        """`source` with its evidence, observed again once the request waited (for another run of
+        its review, or its workspace's turn). One projected at its freeze and observed as its
+        commit will observe it (same file, same revision, not live) goes on at once; any other is
+        read again under the review's lock (`_read_again`) and goes on only with the content its
+        review id was made of. Its revision alone may have moved while the request waited (a
+        `touch`, a `chmod`): the later observations compare this read's (decision 0537)."""
+        if source.projected is not None and self._still_same(source):
             return source, source.projected
+        entry, log = self._read_again(source)
+        # The same content: the evidence projected at the freeze is still the session's.
+        projected = source.projected or _projection(source.catalog, entry, log)
+        return replace(source, entry=entry, projected=projected), projected
+
+    def _read_again(self, source: _Observed) -> tuple[Entry, SessionLog | HarnessFile]:
+        """The session read again on a whole listing, judged as the freeze judges it (decision
+        0487), each way it can fail said for what it is (decision 0537): gone, it is refused as a
+        new request would be (`NOT_FOUND` saying it was removed meanwhile, `AMBIGUOUS`,
+        `UNREADABLE`); at another path, or of other content, `SOURCE_CHANGED`; live again
+        (its harness writes it, or a recent mtime says it may), `LIVE`, saying when to retry."""
+        session, catalog = source.entry.summary.id, source.catalog
         entries, errors = catalog.entries()
         entry = next((e for e in entries if e.summary.id == session), None)
         if entry is None:
-            raise self._not_found(catalog, session, entries, errors)
+            raise self._gone(source, entries, errors)
+        again = f"run `remem consolidate {session}` again"
         if entry.path != source.entry.path:
-            raise waited
+            raise Refused(
+                "SOURCE_CHANGED",
+                f"session {session}'s file moved while this request waited, from {source.entry.path} "
+                f"to {entry.path}; {again} to review it where it is now",
+            )
         self._refuse_live(catalog, entry, entries, source.idle_seconds)
         log = _read_kept(catalog, entry, source.idle_seconds)
         if log.digest != source.digest:
-            raise waited
-        projected = _projection(catalog, entry, log)
-        return replace(source, entry=entry, projected=projected), projected
+            raise Refused(
+                "SOURCE_CHANGED",
+                f"session {session}'s content changed while this request waited, so it is no longer "
+                f"what this review was started for; {again} to review the new content",
+            )
+        return entry, log
+
+    def _gone(self, source: _Observed, entries: list[Entry], errors: list[ListError]) -> Refused:
+        """Why a session listed when the request began is no longer: a copy elsewhere makes it
+        ambiguous, or its file cannot be read, as a new request is told; else it was removed."""
+        refused = self._not_found(source.catalog, source.entry.summary.id, entries, errors)
+        if refused.code != "NOT_FOUND":
+            return refused
+        return Refused(
+            "NOT_FOUND",
+            f"session {source.entry.summary.id} was removed while this request waited: its file "
+            f"{source.entry.path} is no longer in the session roots, so there is nothing to review "
+            "(if it was moved, put it back in a session root to have it reviewed)",
+        )
 
     def _open_writer(self, entry: Entry) -> int | None:
         """A live process, other than this one, that holds the session's file open for writing, as

@@ -184,7 +184,10 @@ def test_a_session_whose_content_changed_while_a_request_waited_is_refused(
     with pytest.raises(Refused) as refused:
         _queued_behind_a_failing_run(home, fake, source.id, rewrite)
     assert refused.value.code == "SOURCE_CHANGED"
-    assert refused.value.message == f"session {source.id} changed while this request waited; try again"
+    assert refused.value.message == (
+        f"session {source.id}'s content changed while this request waited, so it is no longer what "
+        f"this review was started for; run `remem consolidate {source.id}` again to review the new content"
+    )
     assert fake.count == 1, "the changed session was not shown to the model"
 
 
@@ -220,11 +223,14 @@ def test_a_session_its_harness_opened_for_writing_while_a_request_waited_is_refu
     assert fake.count == 1, "the session taken up again was not shown to the model"
 
 
-def test_a_session_removed_while_a_request_waited_is_refused_as_a_new_request_would_be(
+def test_a_session_removed_while_a_request_waited_is_refused_as_gone(
     home: Home, fake: FakeOpenAI, source: Source
 ) -> None:
     with pytest.raises(Refused) as refused:
         _queued_behind_a_failing_run(home, fake, source.id, source.path.unlink)
     assert refused.value.code == "NOT_FOUND"
-    assert refused.value.message.startswith(f"no session {source.id!r}")
+    assert refused.value.message.startswith(
+        f"session {source.id} was removed while this request waited: its file {source.path} is no "
+        "longer in the session roots, so there is nothing to review"
+    )
     assert fake.count == 1

@@ -195,19 +195,11 @@ def test_two_sessions_of_one_workspace_in_two_no_daemon_runs_are_reviewed_in_tur
     assert fake.count == 2 and "prefer-uv" in _asked_with(fake, 1)
 
 
-def test_a_session_changed_while_its_review_waited_for_its_turn_is_refused_before_the_model(
-    home: Home, fake: FakeOpenAI, source: Source, other: Source, tmp_path: Path
-) -> None:
-    """It was checked again only at the commit: the model was asked about what the session no
-    longer holds, and that call lost to `source-changed`."""
+def _after_its_turn(
+    home: Home, fake: FakeOpenAI, source: Source, other: Source, meanwhile: Callable[[], None]
+) -> _Turns:
+    """A review of `other` waiting for its turn behind one of `source`, `meanwhile` run then."""
     gate = _first_held(fake, source, other)
-    grown = build_session(SessionSpec(seed=2, turns=4, cwd=source.cwd), session_id=other.id)
-    rewritten = write_session(tmp_path / "grown", grown).read_bytes()
-
-    def rewrite() -> None:  # the agent went on in the other session meanwhile
-        other.path.write_bytes(rewritten)
-        os.utime(other.path, (OLD, OLD))
-
     runs = _in_turn(
         home,
         fake,
@@ -215,12 +207,72 @@ def test_a_session_changed_while_its_review_waited_for_its_turn_is_refused_befor
         (source.id, other.id),
         lambda said: WAITS in said,
         "the second review to wait",
-        rewrite,
+        meanwhile,
     )
     assert runs.first.returncode == 0, runs.first_out
+    return runs
+
+
+def _refused(runs: _Turns, exit_status: int, words: str, fake: FakeOpenAI) -> None:
+    told = runs.out + "".join(runs.said)
+    assert runs.second.returncode == exit_status and words in "".join(runs.said), told
     assert fake.count == 1, "the second review asked the model"
-    refused = f"session {other.id} changed while this request waited; try again"
-    assert runs.second.returncode == 3 and refused in "".join(runs.said), runs.out + "".join(runs.said)
+
+
+def test_a_session_changed_while_its_review_waited_for_its_turn_is_refused_before_the_model(
+    home: Home, fake: FakeOpenAI, source: Source, other: Source, tmp_path: Path
+) -> None:
+    """It was checked again only at the commit: the model was asked about what the session no
+    longer holds, and that call lost to `source-changed`."""
+    grown = build_session(SessionSpec(seed=2, turns=4, cwd=source.cwd), session_id=other.id)
+    rewritten = write_session(tmp_path / "grown", grown).read_bytes()
+
+    def rewrite() -> None:  # the agent went on in the other session meanwhile
+        other.path.write_bytes(rewritten)
+        os.utime(other.path, (OLD, OLD))
+
+    runs = _after_its_turn(home, fake, source, other, rewrite)
+    _refused(
+        runs,
+        3,
+        f"session {other.id}'s content changed while this request waited, so it is no longer what "
+        f"this review was started for; run `remem consolidate {other.id}` again to review the new content",
+        fake,
+    )
+
+
+def test_a_session_touched_while_its_review_waited_for_its_turn_is_reviewed_by_its_content(
+    home: Home, fake: FakeOpenAI, source: Source, other: Source
+) -> None:
+    """Only its times moved (a backup tool restoring them, `touch -d`): it was refused as changed
+    (decision 0537)."""
+    runs = _after_its_turn(home, fake, source, other, lambda: os.utime(other.path, (OLD + 60, OLD + 60)))
+    told = runs.out + "".join(runs.said)
+    assert runs.second.returncode == 0 and runs.out.startswith("committed, 1 change(s)"), told
+    assert fake.count == 2 and "prefer-uv" in _asked_with(fake, 1)
+
+
+def test_a_session_touched_now_while_its_review_waited_for_its_turn_is_refused_live(
+    home: Home, fake: FakeOpenAI, source: Source, other: Source
+) -> None:
+    """A fresh mtime is live whatever made it, as for a new request (decision 0537): it says when
+    to try again, where it said the session changed."""
+    runs = _after_its_turn(home, fake, source, other, lambda: os.utime(other.path))
+    _refused(runs, 1, f"session {other.id} is still live: its file last changed ", fake)
+    assert "less than sessions.idle_seconds (" in "".join(runs.said)
+
+
+def test_a_session_removed_while_its_review_waited_for_its_turn_is_refused_as_gone(
+    home: Home, fake: FakeOpenAI, source: Source, other: Source
+) -> None:
+    runs = _after_its_turn(home, fake, source, other, other.path.unlink)
+    _refused(
+        runs,
+        1,
+        f"session {other.id} was removed while this request waited: its file {other.path} is no "
+        "longer in the session roots, so there is nothing to review",
+        fake,
+    )
 
 
 def test_a_hand_edit_meanwhile_is_a_conflict_that_says_a_new_run_retries_and_one_does(
