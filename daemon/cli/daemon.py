@@ -86,7 +86,7 @@ def stop(backend: Backend, as_json: bool) -> None:
     """Stop the daemon and wait until it has exited (signalling it if it does not answer)."""
     # No home, no daemon: looking would make one (a mistyped --home would leave a stray home).
     paths = DaemonPaths(backend.home, layout=False) if backend.home.root.is_dir() else None
-    was_running = paths is not None and paths.running()
+    was_running = paths is not None and _running(paths)
     if paths is not None and was_running:
         _stop(paths)
     if as_json:
@@ -156,7 +156,7 @@ def _stop(paths: DaemonPaths) -> None:
     or has not exited within STOP_TIMEOUT_SECONDS."""
     deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
     asked: int | None = None
-    while paths.running():
+    while _running(paths):
         if time.monotonic() > deadline:
             _signal(paths, asked, f"did not exit within {STOP_TIMEOUT_SECONDS:.0f} s")
             return
@@ -169,6 +169,22 @@ def _stop(paths: DaemonPaths) -> None:
             _signal(paths, exc.pid, "did not answer")
             return
         time.sleep(POLL_SECONDS)
+
+
+def _running(paths: DaemonPaths) -> bool:
+    """Whether a daemon holds the home's lock; HomeUnusable when its lock cannot be looked at (a
+    `state/` folder or lock file this user may not read): "not running", exit 0, was a guess a
+    script (an upgrade, a home moved) went on from with the daemon still running."""
+    try:
+        return paths.running()
+    except PermissionError as exc:
+        home = paths.home
+        stopped = home.first_impassable(paths.lock, exc) or paths.lock
+        raise HomeUnusable(
+            f"cannot tell whether a remem daemon runs for {home.root}: {stopped} cannot be read "
+            f"({exc.strerror}), so none was stopped; let your user read it, then run `remem daemon "
+            "stop` again"
+        ) from None
 
 
 def _signal(paths: DaemonPaths, pid: int | None, why: str) -> None:
