@@ -1,10 +1,11 @@
 """Where a fork cuts its source, resolved exactly like DSH's Host `session.fork`.
 
-The boundary is the first `turn/end` at or after the anchor (no anchor, or one past the end:
-the last one); the cut then extends over everything up to the next `turn/start` (titles, idle
-injections, standalone compactions), so a child never starts in the middle of between-turn
-bookkeeping. It is resolved on the projection's turn list, which holds every turn's
-`turn/start` and `turn/end` seqs, so no event needs to be read again.
+The boundary is the first `turn/end` at or after the anchor (no anchor: the last one; an
+anchor that is no event of the log is refused, decision 0536); the cut then extends over
+everything up to the next `turn/start` (titles, idle injections, standalone compactions), so a
+child never starts in the middle of between-turn bookkeeping. It is resolved on the
+projection's turn list, which holds every turn's `turn/start` and `turn/end` seqs, so no event
+needs to be read again.
 """
 
 from __future__ import annotations
@@ -23,9 +24,7 @@ class Cut:
 
 
 def resolve_cut(turns: Sequence[TurnBounds], last_seq: int, at_seq: int | None) -> Cut:
-    if at_seq is not None and at_seq < 0:
-        raise OperationError("INVALID_ANCHOR", f"--at must be a non-negative event seq, not {at_seq}")
-    index = _boundary(turns, last_seq, at_seq)
+    index = _boundary(turns, at_seq)
     following = turns[index + 1].startSeq if index + 1 < len(turns) else last_seq + 1
     return Cut(seed_length=following, fork_turn=turns[index].turn)
 
@@ -43,15 +42,30 @@ def turn_end(turns: Sequence[TurnBounds], turn: int, session: str) -> int:
     return found.endSeq
 
 
+def check_anchor(session: str, at: int, last: int, *, lines: bool) -> None:
+    """Refuse an `--at` that names nothing in the session: no event of a DSH log (0 to `last`),
+    no line of a Claude Code or Codex file (1 to `last`). DSH's Host takes one past the end for
+    its last turn; a mistyped anchor forking a child no one asked for is worse (decision 0536)."""
+    first, unit = (1, "lines") if lines else (0, "events")
+    if first <= at <= last:
+        return
+    held = f"its {unit} are {first}-{last}" if last >= first else f"it has no {unit[:-1]} yet"
+    raise OperationError(
+        "INVALID_ANCHOR",
+        f"--at {at} is no {unit[:-1]} of {session}: {held}; give one of the turn to branch after "
+        f"(`remem sessions turns {session}`), or leave --at out to branch after the last ended turn",
+    )
+
+
 def no_turn(session: str, turn: int, count: int) -> OperationError:
     """The refusal of a fork after a turn the session does not have: which turns it has."""
     turns = f"its turns are 1-{count}" if count else "it has no turn yet"
     return OperationError("INVALID_ANCHOR", f"{session} has no turn {turn}: {turns} (remem sessions turns)")
 
 
-def _boundary(turns: Sequence[TurnBounds], last_seq: int, at_seq: int | None) -> int:
+def _boundary(turns: Sequence[TurnBounds], at_seq: int | None) -> int:
     ended = [i for i, t in enumerate(turns) if t.endSeq is not None]
-    if at_seq is None or at_seq > last_seq:
+    if at_seq is None:
         if not ended:
             raise OperationError("OPEN_TURN", "the session has no completed turn to branch from yet")
         return ended[-1]

@@ -26,7 +26,7 @@ from .child import (
     seed_tail,
     seeded_child_parts,
 )
-from .cut import Cut, resolve_cut, turn_end
+from .cut import Cut, check_anchor, resolve_cut, turn_end
 from .journal import ForkJournal, JournalEntry, child_folder
 from .prefix import seed_lines
 
@@ -73,12 +73,15 @@ class ForkService:
                 f"session {request.source!r} changed since revision {request.expectedRevision} "
                 f"(now {revision}); re-read it and choose the turn again",
             )
+        last = source.state.projection.lastSeq
+        if request.atSeq is not None:
+            check_anchor(request.source, request.atSeq, last, lines=False)
         at = (
             request.atSeq
             if request.afterTurn is None
             else turn_end(source.bounds, request.afterTurn, request.source)
         )
-        cut = resolve_cut(source.bounds, source.state.projection.lastSeq, at)
+        cut = resolve_cut(source.bounds, last, at)
         child = child_id(request.operationId)
         parent_path = source.entry.path
         encoding = encoding_of_file_name(parent_path.name)

@@ -25,7 +25,7 @@ from ..sessions.harness_homes import resume_place
 from ..sessions.harness_sources import view_of
 from ..sessions.published import PublishedLogs
 from . import codex_child
-from .cut import no_turn
+from .cut import check_anchor, no_turn
 from .harness_service import HarnessForkRequest, HarnessForks, Listed, resume_command, stale_source
 from .journal import ForkJournal, JournalEntry, used_otherwise
 from .service import ForkService
@@ -227,7 +227,9 @@ def _turn_at(catalog: SessionCatalog, entry: Entry, line: int) -> int:
     (`endSeq` None): its lines run to the next turn's, so the fork names it and is refused for
     what it is (`OPEN_TURN`, or `INVALID` in a Claude Code subagent's file), not as an address
     in no turn."""
-    turns = catalog.projection(entry.summary.id).turns
+    projection = catalog.projection(entry.summary.id)
+    check_anchor(entry.summary.id, line, projection.lastSeq, lines=True)
+    turns = projection.turns
     for turn, after in zip(turns, [*turns[1:], None], strict=True):
         last = turn.endSeq if turn.endSeq is not None else (after.startSeq - 1 if after else line)
         if turn.startSeq <= line <= last:
