@@ -56,7 +56,8 @@ def _evidence(text: TurnText) -> TurnEvidence:
         # A call that never returned (an interrupted turn) has no outcome to learn from.
         tools=[ToolUse(name=redact(tool.name), ok=tool.ok) for tool in turn.tools if tool.ok is not None],
         # An open turn in a file that is no longer written: its harness quit (a kill, a crash, a
-        # closed terminal) before the turn ended, with or without a call left unanswered.
-        stopped=turn.status in ("aborted", "open"),
+        # closed terminal) before the turn ended, with or without a call left unanswered; or one
+        # the harness stopped itself (`--max-turns`), whose note ends it (decision 0535).
+        stopped=turn.cut_short or turn.status in ("aborted", "open"),
         failed=turn.status == "error",
     )

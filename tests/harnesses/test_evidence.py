@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from remem.daemon.consolidation.evidence import FAILED, SUMMARY_LABEL
+from remem.daemon.consolidation.evidence import FAILED, STOPPED, SUMMARY_LABEL
 from remem.daemon.consolidation.harness_evidence import project_harness
 
+from .claude import ClaudeCode
 from .codex import Codex
 from .conftest import Scenario
+from .fake_anthropic import FakeAnthropic, tool_uses
+from .fake_anthropic import text as answer
 from .fake_responses import FakeResponses, function_calls, status
 from .fake_responses import text as say
 
@@ -54,6 +57,30 @@ def test_claude_code_evidence_after_compact_starts_with_the_marked_summary(
     assert "two questions were answered" in summary
     rendered = evidence.render()
     assert SUMMARY_LABEL in rendered and "first question" not in rendered and "second answer" not in rendered
+
+
+# `claude -p --max-turns 1` stops once its first call returned, and writes a note that it did:
+# the note ends the turn (decision 0535), whose text, if any, was said before the call.
+@pytest.mark.parametrize(("said", "went_on"), [("let me read", False), (None, False), ("let me read", True)])
+def test_claude_code_evidence_says_a_turn_max_turns_stopped_was_stopped(
+    tmp_path: Path, said: str | None, went_on: bool
+) -> None:
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(tmp_path, fake)
+        (cc.cwd / "notes.txt").write_text("alpha\n")
+        fake.reply(tool_uses(("Read", {"file_path": str(cc.cwd / "notes.txt")}), text=said))
+        parent = cc.run("first question", options=("--max-turns", "1"), check=False)
+        assert parent.result["subtype"] == "error_max_turns", parent.result
+        if went_on:
+            fake.reply(answer("second answer"))
+            cc.run("second question", resume=parent.session_id)
+    path = parent.transcript
+    evidence = project_harness("claude-code", path.name, path.read_bytes())
+    assert [(t.user, t.assistant, t.stopped, [(x.name, x.ok) for x in t.tools]) for t in evidence.turns] == [
+        (["first question"], said, True, [("Read", True)]),
+        *([(["second question"], "second answer", False, [])] if went_on else []),
+    ]
+    assert STOPPED in evidence.turns[0].render()
 
 
 def test_codex_evidence_has_the_users_words_only(codex_scenario: Scenario) -> None:

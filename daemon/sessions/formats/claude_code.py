@@ -1840,6 +1840,7 @@ def _turn(
         answer=answer_text,
         tools=tuple(ToolCall(name, call, results.get(call)) for call, name in calls.items()),
         compacted=compacted,
+        cut_short=noted is not None,
     )
 
 
