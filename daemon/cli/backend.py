@@ -66,7 +66,7 @@ class Backend:
         refusal as the daemon answered it (`RpcError`, a bug's and a too large answer's too):
         the caller, which has its own way on, decides; nothing here ends the command. Given
         `stops`, a call in this process hears SIGINT, SIGTERM and SIGHUP (each one not ignored)
-        as a cancel of its run, appending each to `stops` (see `_cancelled_by_stops`)."""
+        as a cancel of its run, appending each to `stops` (see `cancelled_by_stops`)."""
         if self.use_daemon and not roots:
             return DaemonApi(_ThroughDaemon(self.home, listener, self.greetings, start))
         return DaemonApi(_in_process(self.home, roots, listener, stops))
@@ -241,7 +241,7 @@ class _InProcess:
         async def in_process() -> None:
             link = InProcess(self.home, Host(publish, extra_roots=self.roots))
             try:
-                with _cancelled_by_stops(self.stops):
+                with cancelled_by_stops(self.stops):
                     # Kept out of the task's result: CPython 3.11's `asyncio.run` formats that
                     # task, result and all, when it restores SIGINT (a 10 000-entry log took a second).
                     answer.append(await link.request(method, params))
@@ -258,7 +258,7 @@ class _InProcess:
 
 
 @contextmanager
-def _cancelled_by_stops(stops: list[int] | None) -> Iterator[None]:
+def cancelled_by_stops(stops: list[int] | None) -> Iterator[None]:
     """While the current task runs, the first SIGINT, SIGTERM or SIGHUP cancels it, and every one
     is appended to `stops`; a signal ignored (`cmd &`'s SIGINT, `nohup`'s SIGHUP) stays ignored.
     Through the loop rather than asyncio's own SIGINT handler: that one is not installed while

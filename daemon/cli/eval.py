@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import signal
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -13,7 +12,7 @@ import click
 
 from ..validation import one_line
 from .arguments import NON_EMPTY
-from .backend import Backend
+from .backend import Backend, cancelled_by_stops
 from .output import EXIT_INTERRUPTED, EXIT_PROBLEMS, Command, emit_json, fail, say
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ def eval_command(
     Every case runs in a private temporary home; your memory and your sessions are never used."""
     chosen: list[tuple[str, Case]] = []
     scores: list[CaseScore] = []
-    stopped: list[signal.Signals] = []
+    stopped: list[int] = []
     # Ctrl-C may come at any moment, before the cases run too, and its line says how many ran.
     # So the settings and the evaluation are imported in here, not with this module (they take
     # about 0.4 s to load).
@@ -194,32 +193,21 @@ async def _run_all(
     settings: Settings,
     backend: Backend,
     scores: list[CaseScore],
-    stopped: list[signal.Signals],
+    stopped: list[int],
 ) -> None:
     """Append each case's score to `scores` as it ends, so an interrupted run can say how far it
     got. Ctrl-C, a closed terminal or a `kill` (appended to `stopped`) cancels it: killed
     outright, it would leave each case's temporary home behind. A stop after the first waits
-    for that cleanup."""
+    for that cleanup; one the process was started ignoring (`nohup`'s SIGHUP) stays ignored."""
     from ..evaluation.cases import CWD
     from ..evaluation.formats import FORMATS, case_id
     from ..evaluation.harness import run_case
 
-    task = asyncio.current_task()
-    assert task is not None
-    loop = asyncio.get_running_loop()
-
-    def stop_by(stop: signal.Signals) -> None:
-        # Only the first stop cancels. Ctrl-C is handled here too, not by `asyncio.run`, whose
-        # second Ctrl-C raises wherever the run is: in the deletion of a case's home, say,
-        # which it left half done.
-        if not stopped:
-            task.cancel()
-        stopped.append(stop)
-
-    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(stop, stop_by, stop)
     show = sys.stderr.isatty()
-    with click.progressbar(
+    # Ctrl-C is heard there too, not by `asyncio.run`, whose second Ctrl-C raises wherever the run
+    # is: in the deletion of a case's home, say, which it left half done. The handlers found are
+    # given back after: the loop's own cleanup left each stop at its default.
+    with cancelled_by_stops(stopped), click.progressbar(
         length=len(chosen), label="remem eval", file=sys.stderr, hidden=not show,
         item_show_func=lambda item: item,
     ) as bar:  # fmt: skip
