@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..consolidation.receipts import FAILED, SUCCEEDED, now
+from ..consolidation.receipts import FAILED, INTERRUPTED, SUCCEEDED, now
 from ..protocol.consolidation import Receipt, Status
 from ..protocol.memory import HistoryEntry
 from ..protocol.rpc import (
@@ -337,6 +337,13 @@ def _stop_in_daemon(backend: Backend, params: ConsolidateParams, status: int) ->
     sys.exit(status)
 
 
+# A review its receipt says is under way, which no run holds.
+_STOPPED = (
+    "stopped without finishing (its receipt says {status}; the process running it was killed): "
+    "`remem consolidate {session}` reviews the session again"
+)
+
+
 @click.command(cls=Command)
 @click.option(
     "--session", "session_id", default=None, type=NON_EMPTY, help="Only the reviews of this session."
@@ -353,15 +360,19 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
         return
     turns: dict[str, list[TurnRow]] = {}  # by session: read once for all of its receipts
     logs = _Logs(backend)
+    stopped = frozenset(found.interrupted)
     for r in found.receipts:
         names = ", ".join(c.name or "Global" for c in r.changes) or "-"
         # Changes a review proposed but did not commit (its source changed, its target moved)
         # are said as such: "changes:" alone read as memory that was written.
         said = "changes" if r.status is Status.COMMITTED or not r.changes else "proposed, not committed"
         error = r.attempt.error if r.status in FAILED and r.attempt is not None else None
-        say(f"{r.createdAt}  {r.status.value:<18} {r.source.session}  {said}: {names}  ({r.review[:12]})")
+        status = INTERRUPTED if r.review in stopped else r.status.value
+        say(f"{r.createdAt}  {status:<18} {r.source.session}  {said}: {names}  ({r.review[:12]})")
         if error:
             say(f"    {one_line(error)}")
+        if r.review in stopped:
+            say(f"    {_STOPPED.format(status=r.status.value, session=r.source.session)}")
         for line in _changes_said(backend, r, turns) if r.changes else ():
             say(f"    {line}")
         for line in _history_said(r, logs):

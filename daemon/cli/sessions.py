@@ -7,7 +7,7 @@ import os
 import shlex
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -112,6 +112,7 @@ def list_sessions(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as
         say(f"error: {one_line(error.path)}: {one_line(error.message)}", err=True)
     if not listing.sessions:
         _none_found(backend, params.cwd, roots, listing.errors)
+    say_interrupted(s.review for s in listing.sessions)
     unread = len(unread_sessions(listing.errors))
     unknown = ", review states unknown" if any(e.kind == "reviews" for e in listing.errors) else ""
     say(f"{len(listing.sessions)} session(s), {unread} unreadable{unknown}")
@@ -140,6 +141,7 @@ def tree(backend: Backend, cwd: str | None, roots: tuple[Path, ...], as_json: bo
         say(f"{'  ' * node.depth}{node.kind}: {title}{extra}{flags}  {one_line(node.id)}")
     for error in answer.errors:  # as `list` says them: an unreadable workspace is not an empty one
         say(f"error: {one_line(error.path)}: {one_line(error.message)}", err=True)
+    say_interrupted(node.review for node in nodes)
     if not nodes:
         _none_found(backend, params.cwd, roots, answer.errors)
 
@@ -153,7 +155,19 @@ def review_badge(review: ReviewState) -> str:
     """A session's review state, as `list` and `tree` show it (none for one never reviewed)."""
     if review.state == "unknown":  # the receipts could not be read: the error names their folder
         return "[review unknown]"
+    if review.state == "interrupted":  # its receipt still says its last step, which is over
+        return "[interrupted]"
     return f"[{review.status or review.state}]" if review.state != "never" else ""
+
+
+def say_interrupted(reviews: Iterable[ReviewState]) -> None:
+    """How many reviews were stopped without finishing, and how to run one again."""
+    stopped = sum(review.state == "interrupted" for review in reviews)
+    if stopped:
+        say(
+            f"{stopped} review(s) [interrupted]: stopped without finishing (the process running it "
+            "was killed); `remem consolidate SESSION` reviews the session again"
+        )
 
 
 def problems_badge(problems: int) -> str:

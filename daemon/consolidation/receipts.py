@@ -21,9 +21,10 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import yaml
 from pydantic import ValidationError
@@ -32,6 +33,7 @@ from .. import safe_yaml
 from ..credentials import mask_userinfo, redact
 from ..fsutil import atomic_rewrite, refused_as_unwritable
 from ..home import RECEIPT_NAME, Home
+from ..locks import LockUnusable, held_elsewhere
 from ..protocol.consolidation import Attempt, HistoryLink, Receipt, Status
 from ..protocol.sessions import ListError, ReviewState
 from ..safe_open import open_regular, refused, standing_at
@@ -48,6 +50,8 @@ CONSOLIDATOR_VERSION = 2  # bump when prompt, schema, projection or commit seman
 SUCCEEDED = frozenset({Status.COMMITTED, Status.NO_CHANGE})
 IN_FLIGHT = frozenset({Status.PREPARED, Status.RUNNING, Status.PROPOSED})
 FAILED = frozenset(Status) - SUCCEEDED - IN_FLIGHT - {Status.COMMITTING}
+# What readers call a review in flight that no run holds (`ReceiptStore.interrupted`), never written.
+INTERRUPTED: Final = "interrupted"
 _NEXT: dict[Status, frozenset[Status]] = {
     Status.PREPARED: frozenset({Status.RUNNING}) | FAILED | SUCCEEDED,
     Status.RUNNING: frozenset({Status.PROPOSED}) | FAILED | {Status.NO_CHANGE},
@@ -119,9 +123,12 @@ def review_id(session_id: str, digest: str, workspace_key: str, version: int = C
     return h.hexdigest()
 
 
-def review_states(receipts: list[Receipt], digests: dict[str, str | None]) -> dict[str, ReviewState]:
+def review_states(
+    receipts: list[Receipt], digests: dict[str, str | None], interrupted: frozenset[str] = frozenset()
+) -> dict[str, ReviewState]:
     """Each session's review state for its current digest (`digests`: session id → digest;
-    None when it could not be taken, the file having changed since it was listed).
+    None when it could not be taken, the file having changed since it was listed), the reviews
+    in `interrupted` (`ReceiptStore.interrupted`) said so rather than pending.
 
     The newest receipt of the current content decides; receipts only of older content, or of
     content that could not be hashed, mean the session changed since it was last reviewed.
@@ -135,7 +142,8 @@ def review_states(receipts: list[Receipt], digests: dict[str, str | None]) -> di
         if digests[session] is None or receipt.source.digest != digests[session]:
             states.setdefault(session, ReviewState(state="changed"))
         else:  # a repeat stands for the review it repeats: memory holds what that one learned
-            states[session] = _state_of(by_review.get(receipt.repeats or "", receipt).status)
+            decided = by_review.get(receipt.repeats or "", receipt)
+            states[session] = _state_of(decided.status, decided.review in interrupted)
     return states
 
 
@@ -155,7 +163,9 @@ def same_evidence(receipts: list[Receipt], session: str, workspace: str, evidenc
     )
 
 
-def _state_of(status: Status) -> ReviewState:
+def _state_of(status: Status, interrupted: bool) -> ReviewState:
+    if interrupted:
+        return ReviewState(state=INTERRUPTED, status=status.value)
     if status is Status.COMMITTED:
         return ReviewState(state="consolidated")
     if status is Status.NO_CHANGE:
@@ -191,8 +201,15 @@ def _regular_stat(path: Path) -> os.stat_result:
     return st
 
 
-def _read_text(path: Path) -> tuple[str, tuple[int, int]]:
-    """The text of the receipt file at `path` and the (mtime, size) it was read at, opened as
+_Version = tuple[int, int, int]  # a receipt file's inode, mtime and size: a rewrite renames a new one
+
+
+def _version(st: os.stat_result) -> _Version:
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _read_text(path: Path) -> tuple[str, _Version]:
+    """The text of the receipt file at `path` and the `_Version` it was read at, opened as
     `safe_open.open_regular` opens it: never through a link, never waiting on a FIFO. Swapped
     for anything but a regular file since its stat: `_NotAFile`; `FileNotFoundError` when gone."""
     try:
@@ -202,8 +219,7 @@ def _read_text(path: Path) -> tuple[str, tuple[int, int]]:
             raise
         raise _NotAFile(standing_at(path)) from None
     with os.fdopen(fd, encoding="utf-8") as handle:  # newlines as `read_text` reads them
-        st = os.fstat(fd)
-        return handle.read(), (st.st_mtime_ns, st.st_size)
+        return handle.read(), _version(os.fstat(fd))
 
 
 class ReceiptStore:
@@ -212,7 +228,7 @@ class ReceiptStore:
         self.folder = home.reviews
         self.locks = home.locks
         # Parsed receipts by file and stat: listings ask for all of them, and YAML is slow.
-        self._parsed: dict[Path, tuple[tuple[int, int], Receipt]] = {}
+        self._parsed: dict[Path, tuple[_Version, Receipt]] = {}
 
     def path(self, review: str) -> Path:
         return self.folder / f"{review}.md"
@@ -286,9 +302,28 @@ class ReceiptStore:
             self.folder / name for name in self._home.names_in(self.folder) if RECEIPT_NAME.fullmatch(name)
         ]
 
+    def interrupted(self, receipts: Iterable[Receipt]) -> frozenset[str]:
+        """The reviews among `receipts` (as `listing` read them) whose receipt says they are under
+        way but which no run holds: stopped without finishing (killed, crashed), until a run of
+        their session reviews them again. Nothing is written or made: a lock file is only looked
+        at. A receipt rewritten since it was read is passed over (still pending): a run may have
+        ended it, and let its lock go, between the read and the look."""
+        return frozenset(r.review for r in receipts if r.status in IN_FLIGHT and self._unheld(r))
+
+    def _unheld(self, receipt: Receipt) -> bool:
+        path = self.path(receipt.review)
+        read = self._parsed.get(path)
+        if read is None or read[1] is not receipt:
+            return False
+        try:
+            if held_elsewhere(self.lock_path(receipt.review)):
+                return False
+            return _version(_regular_stat(path)) == read[0]
+        except (OSError, LockUnusable, _NotAFile):  # not known to have stopped: said pending
+            return False
+
     def _cached(self, path: Path) -> Receipt:
-        st = _regular_stat(path)
-        key = (st.st_mtime_ns, st.st_size)
+        key = _version(_regular_stat(path))
         known = self._parsed.get(path)
         if known is None or known[0] != key:
             text, key = _read_text(path)  # the key of what was read, should it change meanwhile

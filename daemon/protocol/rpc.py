@@ -78,7 +78,8 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 39: agents/update is refused SCOPE_BUSY when another process holds its scope's lock too long.
 # 40: a review state `unknown`, and a listing error's `kind` (`reviews`: the receipts' folder).
 # 41: a listing error's `kind` `metadata`: remem's file of titles and archive states.
-PROTOCOL_VERSION = 41
+# 42: a review state `interrupted`, and consolidation/receipts names such reviews (`interrupted`).
+PROTOCOL_VERSION = 42
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.
@@ -388,6 +389,9 @@ class ReceiptsParams(_Params):
 class ReceiptsResult(_Strict):
     receipts: list[Receipt]
     errors: list[ListError] = []  # receipt files that are not valid receipts, each with why
+    # The reviews among `receipts` whose receipt says under way (prepared, running, proposed)
+    # but which no run holds: stopped without finishing; consolidating the session runs it again.
+    interrupted: list[str] = []
 
 
 class ReviewParams(_Params):

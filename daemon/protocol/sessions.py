@@ -25,12 +25,16 @@ NodeFlag = Literal["orphan", "cycle", "duplicate", "inferred", "inline"]
 
 class ReviewState(BaseModel):
     """Whether a session's current content was consolidated (filled in from the receipts);
-    `unknown` when the receipts could not be read (the listing's `reviews` error says why)."""
+    `unknown` when the receipts could not be read (the listing's `reviews` error says why);
+    `interrupted` when its receipt says under way but no run holds the review (killed: run it
+    again)."""
 
     model_config = ConfigDict(frozen=True)
 
-    state: Literal["never", "consolidated", "no-change", "failed", "pending", "changed", "unknown"] = "never"
-    status: str | None = None  # the receipt's status, for failed and pending reviews
+    state: Literal[
+        "never", "consolidated", "no-change", "failed", "pending", "interrupted", "changed", "unknown"
+    ] = "never"
+    status: str | None = None  # the receipt's status, for failed, pending and interrupted reviews
 
 
 NEVER_REVIEWED = ReviewState()

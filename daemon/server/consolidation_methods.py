@@ -162,7 +162,12 @@ class ConsolidationMethods:
         ]
         # An unreadable file's session and workspace are unknown; its review is its name.
         unreadable = [e for e in errors if params.review in (None, Path(e.path).stem)]
-        return ReceiptsResult(receipts=wanted, errors=unreadable)
+        interrupted = await asyncio.to_thread(self.consolidator.receipts.interrupted, wanted)
+        return ReceiptsResult(
+            receipts=wanted,
+            errors=unreadable,
+            interrupted=[r.review for r in wanted if r.review in interrupted],
+        )
 
     async def read_settings(self, params: Empty) -> ModelSettings:
         return await asyncio.to_thread(self._model_settings)

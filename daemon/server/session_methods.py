@@ -101,7 +101,9 @@ class SessionMethods:
         self._fingerprints: dict[Path, str] = {}
         self._receipts = ReceiptStore(home)
         # By cwd: the catalog's listing, the receipts read, and the two merged (the answer).
-        self._reviewed: OrderedDict[str | None, tuple[Listing, list[Receipt], Listing]] = OrderedDict()
+        self._reviewed: OrderedDict[str | None, tuple[Listing, list[Receipt], Listing, frozenset[str]]] = (
+            OrderedDict()
+        )
         # Forks and the watcher's look at a root take turns, so the look after a fork finds
         # the fingerprint the fork recorded and drops the echo of its writes.
         self._turns = asyncio.Lock()
@@ -136,12 +138,19 @@ class SessionMethods:
         if unread:  # read again at the next listing, once they may be read
             sessions = [s.model_copy(update={"review": REVIEW_UNKNOWN}) for s in found.sessions]
             return found.model_copy(update={"sessions": sessions, "errors": [*found.errors, *unread]})
+        # Looked at each time: a kill stops a review without changing its receipt.
+        interrupted = self._receipts.interrupted(receipts)
         known = self._reviewed.get(cwd)
-        if known is not None and known[0] is found and _same_objects(known[1], receipts):
+        if (
+            known is not None
+            and known[0] is found
+            and _same_objects(known[1], receipts)
+            and known[3] == interrupted
+        ):
             self._reviewed.move_to_end(cwd)
             return known[2]
         digests = self._digests(catalog, entries, receipts)
-        states = review_states(receipts, digests)
+        states = review_states(receipts, digests, interrupted)
         sessions = [
             s.model_copy(update={"review": states[s.id], "digest": digests[s.id]}) if s.id in states else s
             for s in found.sessions
@@ -149,7 +158,7 @@ class SessionMethods:
         answer = Listing(sessions=sessions, errors=found.errors)
         if None in digests.values():
             return answer  # a digest to take again: the file changed, or could not be read
-        self._reviewed[cwd] = (found, receipts, answer)
+        self._reviewed[cwd] = (found, receipts, answer, interrupted)
         self._reviewed.move_to_end(cwd)
         if len(self._reviewed) > REVIEWED_LISTINGS:
             self._reviewed.popitem(last=False)
@@ -178,7 +187,9 @@ class SessionMethods:
             states = (
                 dict.fromkeys((n.id for n in nodes), REVIEW_UNKNOWN)
                 if unread
-                else review_states(receipts, self._digests(catalog, entries, receipts))
+                else review_states(
+                    receipts, self._digests(catalog, entries, receipts), self._receipts.interrupted(receipts)
+                )
             )
             return TreeResult(
                 nodes=[n.model_copy(update={"review": states[n.id]}) if n.id in states else n for n in nodes],
@@ -284,7 +295,7 @@ class SessionMethods:
                     row = row.model_copy(update={"review": REVIEW_UNKNOWN})
                 else:
                     digests = self._digests(catalog, [entry], receipts)
-                    state = review_states(receipts, digests).get(row.id)
+                    state = review_states(receipts, digests, self._receipts.interrupted(receipts)).get(row.id)
                     if state is not None:
                         row = row.model_copy(update={"review": state, "digest": digests[row.id]})
                 return LogResult(

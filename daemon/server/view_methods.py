@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ..consolidation.receipts import ReceiptError, ReceiptStore
+from ..consolidation.receipts import INTERRUPTED, ReceiptError, ReceiptStore
 from ..home import Home
 from ..memory.identity import WorkspaceId
 from ..memory.overview import global_health, workspace_health
@@ -44,8 +44,11 @@ class ViewMethods:
             self._consolidation.receipts(ReceiptsParams(cwd=params.cwd)),
         )
         titles = {s.id: s.title for s in listing.sessions}
+        interrupted = frozenset(receipts.interrupted)
         rows = sorted(
-            (self._row(r, titles) for r in receipts.receipts), key=lambda r: r.updatedAt, reverse=True
+            (self._row(r, titles, r.review in interrupted) for r in receipts.receipts),
+            key=lambda r: r.updatedAt,
+            reverse=True,
         )
 
         def judged() -> MemoryOverview:
@@ -73,12 +76,12 @@ class ViewMethods:
         title, turns = await self._sessions.facts(receipt.source.session)
         return ReceiptView(receipt=receipt, path=str(path), text=text, title=title, turns=turns)
 
-    def _row(self, receipt: Receipt, titles: dict[str, str | None]) -> ReceiptRow:
+    def _row(self, receipt: Receipt, titles: dict[str, str | None], interrupted: bool) -> ReceiptRow:
         attempt = receipt.attempt
         last_move = attempt.endedAt or attempt.startedAt if attempt is not None else None
         return ReceiptRow(
             review=receipt.review,
-            status=receipt.status.value,
+            status=INTERRUPTED if interrupted else receipt.status.value,
             session=receipt.source.session,
             title=titles.get(receipt.source.session),
             changes=len(receipt.changes),

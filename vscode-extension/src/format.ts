@@ -93,7 +93,7 @@ export function sessionLabel(node: FlatNode, parent: Pick<FlatNode, 'id' | 'titl
   return `After turn ${node.forkTurn} · ${own}`;
 }
 
-const STATE_NAMES: ReadonlySet<string> = new Set<ReviewStateName>(['never', 'consolidated', 'no-change', 'failed', 'pending', 'changed', 'unknown']);
+const STATE_NAMES: ReadonlySet<string> = new Set<ReviewStateName>(['never', 'consolidated', 'no-change', 'failed', 'pending', 'interrupted', 'changed', 'unknown']);
 
 /** The state's name; a state a newer daemon sends that this extension does not know is `unknown`
  * to it: neither shown as reviewed nor offered to consolidate. */
@@ -113,6 +113,7 @@ const REVIEW_BADGES: Record<ShownState, string | null> = {
   failed: '✗ consolidation failed',
   cancelled: '○ consolidation cancelled',
   pending: '… consolidation pending',
+  interrupted: '⚠ consolidation interrupted',
   changed: '△ changed since consolidated',
   unknown: '? review state unknown',
 };
@@ -131,6 +132,8 @@ export function reviewBadge(review: ReviewState | null | undefined): string | nu
 export function reviewText(review: ReviewState | null | undefined): string {
   const name = shownState(review);
   if (name === 'never') return 'not consolidated yet';
+  // Its receipt's status names the step it stopped in, which is over: said so instead.
+  if (name === 'interrupted') return 'consolidation interrupted: stopped without finishing; consolidate it again';
   const status = typeof review === 'object' && review?.status && name !== 'cancelled' ? ` (${review.status})` : '';
   return `${REVIEW_BADGES[name]?.replace(/^\S+ /, '')}${status}`;
 }

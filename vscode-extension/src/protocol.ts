@@ -44,7 +44,7 @@ export const SECRET_FIELDS: ReadonlyArray<keyof SetApiKeyArgs> = ['apiKey'];
 
 /** The `remem/*` protocol this extension speaks: `PROTOCOL_VERSION` in the daemon's
  * `protocol/rpc.py`, which the server's `initialize` answer names (none before 31). */
-export const PROTOCOL = 41;
+export const PROTOCOL = 42;
 
 /** The protocol a server's `initialize` capabilities name; null when they name none (older). */
 export function serverProtocol(capabilities: { experimental?: unknown } | undefined): number | null {
@@ -59,8 +59,9 @@ export const TRANSCRIPT_SCHEME = 'remem-session';
 /** `remem-history:/<entry id>/<file name>`: a memory file as a history entry left it (read-only). */
 export const HISTORY_SCHEME = 'remem-history';
 
-/** `unknown`: the review receipts could not be read (the tree's `reviews` error says why). */
-export type ReviewStateName = 'never' | 'consolidated' | 'no-change' | 'failed' | 'pending' | 'changed' | 'unknown';
+/** `unknown`: the review receipts could not be read (the tree's `reviews` error says why);
+ * `interrupted`: its receipt says under way, but no run holds the review (its process was killed). */
+export type ReviewStateName = 'never' | 'consolidated' | 'no-change' | 'failed' | 'pending' | 'interrupted' | 'changed' | 'unknown';
 
 /** The daemon gives an object; a bare string is accepted as the state for robustness. */
 export type ReviewState = { state: ReviewStateName; status?: string | null } | ReviewStateName;

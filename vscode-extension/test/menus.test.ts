@@ -42,7 +42,7 @@ function matches(when: string, row: Row): boolean {
   });
 }
 
-const REVIEWS: ReviewStateName[] = ['never', 'consolidated', 'no-change', 'failed', 'pending', 'changed'];
+const REVIEWS: ReviewStateName[] = ['never', 'consolidated', 'no-change', 'failed', 'pending', 'interrupted', 'changed'];
 const KINDS: FlatNode['kind'][] = ['root', 'fork', 'subagent', 'branch'];
 const FLAGS = [[], ['inline'], ['orphan'], ['cycle']];
 

@@ -119,6 +119,10 @@ test('every review state has its own badge; a bare string state is read too', ()
   assert.match(sessionItem(forest, cancelled, NOW).tooltip, /Review: consolidation cancelled$/m);
   assert.equal(badge('no-change'), '1 h ago · ✓ reviewed, no change');
   assert.equal(badge({ state: 'pending', status: 'running' }), '1 h ago · … consolidation pending');
+  // A review killed under way: its receipt says running, but no run holds it.
+  assert.equal(badge({ state: 'interrupted', status: 'running' }), '1 h ago · ⚠ consolidation interrupted');
+  const stopped = node('x', { review: { state: 'interrupted', status: 'running' } });
+  assert.match(sessionItem(forest, stopped, NOW).tooltip, /Review: consolidation interrupted: stopped without finishing; consolidate it again$/m);
 });
 
 test('markdown in titles cannot break the tooltip', () => {
