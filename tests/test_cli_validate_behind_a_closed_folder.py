@@ -228,3 +228,35 @@ def test_a_folder_named_under_several_spellings_that_cannot_be_listed_is_said_on
     )
     assert (validated.returncode, validated.stderr) == (1, f"remem: {folder}: {skipped}\n"), validated
     assert validated.stdout.endswith("3 file(s) checked, 3 problem(s), 1 not read, not valid\n"), validated
+
+
+def test_every_sibling_that_cannot_be_read_is_said_up_to_a_bound_then_counted(
+    home: Home, tmp_path: Path
+) -> None:
+    """`mem/a.md` named, c.md and d.md mode 0: only c.md was said, `1 not read`, so the user let
+    it be read and met d.md on the next run. Each is named, up to `UNREAD_SHOWN`, the rest
+    counted, on stderr and in `--json`."""
+    from remem.daemon.cli.memory import UNREAD_SHOWN
+
+    folder = tmp_path / "mem"
+    folder.mkdir()
+    (folder / "a.md").write_text(RECORD.replace("alpha", "a"))
+    closed = [folder / f"s{n:02}.md" for n in range(UNREAD_SHOWN + 2)]
+    for path in closed:
+        path.write_text(RECORD.replace("alpha", path.stem))
+    validate = ("--no-daemon", "memory", "validate")
+    with modes(*[(path, 0) for path in closed]):
+        _skip_where_root_may(f"open({str(closed[0])!r})", "read any file")
+        said = remem_bound(home, *validate, str(folder / "a.md"))
+        answered = remem_bound(home, *validate, "--json", str(folder / "a.md"))
+    advice = "; let your user read it, or validate a copy elsewhere"
+    skipped = ", so the checks across its folder's files (duplicate names, the index) were skipped"
+    lines = [f"remem: {closed[0]}: cannot be read (Permission denied){skipped}{advice}"] + [
+        f"remem: {path}: cannot be read (Permission denied){advice}" for path in closed[1:UNREAD_SHOWN]
+    ]
+    more = "remem: and 2 more file(s) or folder(s) that cannot be read"
+    assert (said.returncode, said.stderr.splitlines()) == (2, [*lines, more]), said
+    assert said.stdout == f"1 file(s) checked, 0 problem(s), {UNREAD_SHOWN + 2} not read\n", said
+    answer = json.loads(answered.stdout)
+    assert [u["path"] for u in answer["unread"]] == [str(path) for path in closed[:UNREAD_SHOWN]]
+    assert (answered.returncode, answer["unreadMore"], answer["ok"]) == (2, 2, False), answered

@@ -58,6 +58,10 @@ from .output import (
     say,
 )
 
+# What cannot be read is named up to this many, the rest counted: a folder of thousands of another
+# owner's files would otherwise bury what was checked.
+UNREAD_SHOWN = 20
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 cwd_option = click.option(
     "--cwd",
@@ -91,15 +95,17 @@ def validate(backend: Backend, paths: tuple[Path, ...], as_json: bool) -> None:
         fail(("\n" if as_json else "\nremem: ").join(exc.problems))  # one line each
     errors = any(d.severity is Severity.ERROR for r in reports for d in r.diagnostics)
     ok = not errors and not unread
+    named, more = unread[:UNREAD_SHOWN], len(unread[UNREAD_SHOWN:])
     if as_json:
         files = [r.model_dump(mode="json") for r in reports]
-        emit_json(
-            {"ok": ok, "files": files, "unread": [{"path": u.path, "message": u.reason} for u in unread]}
-        )
+        said = [{"path": u.path, "message": u.reason} for u in named]
+        emit_json({"ok": ok, "files": files, "unread": said, "unreadMore": more})
     else:
         print_file_problems(reports)
-        for unchecked in unread:
+        for unchecked in named:
             say(f"remem: {unchecked}", err=True)
+        if more:
+            say(f"remem: and {more} more file(s) or folder(s) that cannot be read", err=True)
         count = sum(len(r.diagnostics) for r in reports)
         not_read = f", {len(unread)} not read" if unread else ""
         say(

@@ -143,12 +143,32 @@ def _lint_folder(folder: Path, wanted: list[Path], unread: list[Unchecked]) -> d
             # Entered but not listed (mode 0711): its siblings cannot be known.
             unread.append(Unchecked(shown(str(folder)), _unlisted(error)))
         elif blocked.parent == resolved:
-            # One file unread must not hide what its siblings, or the file named, hold.
+            # One file unread must not hide what its siblings, or the file named, hold, nor the
+            # other siblings that cannot be read: each is said, or a user let one be read and
+            # met the next on the next run.
             unread.append(_cannot_read(error, ", so " + _ACROSS.format("its folder's")))
+            unread += _unreadable_besides(resolved, blocked)
         else:
             raise
-        return _each_alone(wanted, resolved, blocked, unread)
+        return _each_alone(wanted, resolved, {item.path for item in unread}, unread)
     return {path: reports[path.name] for path in wanted}
+
+
+def _unreadable_besides(folder: Path, blocked: Path) -> list[Unchecked]:
+    """Each memory file of `folder` but `blocked` that this user may not read, as the folder's
+    judgement would have read them (an index or a record, by name)."""
+    found = []
+    for name in sorted(listing(folder)):
+        path = folder / name
+        if path == blocked or not is_utf8(name) or (name != INDEX_FILE and record_name_of(name) is None):
+            continue
+        try:
+            os.close(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK))
+        except PermissionError as error:
+            found.append(_cannot_read(error))
+        except OSError:
+            continue  # a link, gone since: judged, or said, as such
+    return found
 
 
 _ACROSS = "the checks across {} files (duplicate names, the index) were skipped"
@@ -161,16 +181,16 @@ def _unlisted(error: OSError) -> str:
 
 
 def _each_alone(
-    wanted: list[Path], resolved: Path, said: Path, unread: list[Unchecked]
+    wanted: list[Path], resolved: Path, said: set[str], unread: list[Unchecked]
 ) -> dict[Path, list[Diagnostic]]:
     """The files of `wanted` (all in the folder `resolved`) that can be read, each judged alone;
-    one that cannot is appended to `unread`, unless it is `said` already."""
+    one that cannot is appended to `unread`, unless its path is `said` already."""
     reports = {}
     for path in wanted:
         try:
             reports[path] = _judged_alone(path)
         except PermissionError as error:
-            if resolved / path.name != said:
+            if shown(str(resolved / path.name)) not in said:
                 unread.append(_cannot_read(error))
     return reports
 
