@@ -61,11 +61,14 @@ class HarnessForkRequest(BaseModel):
     # (`sources.py`) binds the client's request, since the parent's path and turn are found
     # anew on each try, and Codex moves a rollout it archives.
     asked: str | None = None
+    # No harness writes the parent any more: its last turn ends past its answer (decision 0535).
+    # Not part of the request: a retry after the parent went quiet is the same fork.
+    stopped: bool = False
 
     def digest(self) -> str:
         if self.asked is not None:
             return self.asked
-        fields = self.model_dump(exclude={"operationId", "asked"})
+        fields = self.model_dump(exclude={"operationId", "asked", "stopped"})
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
@@ -164,13 +167,14 @@ class HarnessForks:
             cut = _recorded_cut(data, entry.sourceRevision, entry.seedLength)
             if cut is None:
                 raise _changed(parent)
-            selection = _selection(data[:cut], parent, entry.forkTurn)
+            # The recorded cut bounds the turn: read to its end, as when it was prepared.
+            selection = _selection(data[:cut], parent, entry.forkTurn, stopped=True)
             # Every content-replacement of the session, as a fresh fork carries them.
             selection = replace(selection, replacements=_replacements(data, selection.session_id))
             prepared = entry
         else:
             turn = request.afterTurn or _last_forkable(data, parent, "claude-code")
-            selection = _selection(data, parent, turn)
+            selection = _selection(data, parent, turn, stopped=request.stopped)
             prepared = _entry(
                 request,
                 source=selection.session_id,
@@ -296,9 +300,9 @@ def _codex_history(parent: Path, data: bytes) -> bytes:
     return history
 
 
-def _selection(data: bytes, parent: Path, turn: int) -> Selection:
+def _selection(data: bytes, parent: Path, turn: int, *, stopped: bool) -> Selection:
     try:
-        return fork_selection(data, parent.name, turn)
+        return fork_selection(data, parent.name, turn, stopped=stopped)
     except NotAForkPoint as refused:
         why = refused.reason
         if refused.code == "open-turn":

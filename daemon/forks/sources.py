@@ -141,6 +141,7 @@ def _harness_fork(
             title=request.title,
             expectedRevision=request.expectedRevision,
             asked=request.digest(),
+            stopped=not entry.summary.live,
         ),
         Listed(root, entry.summary.title),
     )

@@ -875,18 +875,22 @@ class SessionCatalog:
 
     def _harness_turns(self, entry: Entry) -> list[TurnSummary]:
         """A Claude Code or Codex file's turns: the index's, or read from the file the first
-        time they are asked for (a listing does not store them) and kept if it is unchanged."""
+        time they are asked for (a listing does not store them) and kept if it is unchanged.
+        A live Claude Code file's are not kept: its last turn ends further on once the file is
+        no longer written at the same revision (decision 0535), which a kept row would hide."""
         row = entry.row
         stored = self.index.turns(row.path)
         if len(stored) == row.turns:
             return stored
+        stopped = not entry.summary.live
         try:
             turns, revision = file_turns(
-                row.format, entry.path, root=self._root_for(row.path), listed=row.revision
+                row.format, entry.path, root=self._root_for(row.path), listed=row.revision, stopped=stopped
             )
         except (OSError, LineTooLong) as exc:
             raise SessionNotFound(f"session {row.id!r} {unreadable(exc, row.path)}") from None
-        self.index.put_turns(row.path, revision, turns)
+        if stopped or row.format != "claude-code":
+            self.index.put_turns(row.path, revision, turns)
         return turns
 
     def digest_of(self, entry: Entry) -> str | None:

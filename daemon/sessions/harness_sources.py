@@ -194,8 +194,8 @@ def branchable(fmt: SessionFormat, *, subagent: bool) -> bool:
     return not (fmt == "claude-code" and subagent)
 
 
-def claude_view(data: bytes, name: str, *, turns: bool = True) -> SessionView:
-    return transcript_view(read_transcript(data, name, turns=turns))
+def claude_view(data: bytes, name: str, *, turns: bool = True, stopped: bool = False) -> SessionView:
+    return transcript_view(read_transcript(data, name, turns=turns, stopped=stopped))
 
 
 def transcript_view(t: Transcript) -> SessionView:
@@ -412,12 +412,15 @@ def file_digest(path: Path, *, root: Path | None = None, listed: str | None = No
         return _DIGEST_NAME + digest.hexdigest(), stat_revision(os.fstat(handle.fileno()))
 
 
-def view_of(fmt: SessionFormat, path: Path, data: bytes, *, turns: bool = True) -> SessionView:
-    """The file's view; without `turns`, what a listing needs (turns counted, maybe not built).
+def view_of(
+    fmt: SessionFormat, path: Path, data: bytes, *, turns: bool = True, stopped: bool = False
+) -> SessionView:
+    """The file's view; without `turns`, what a listing needs (turns counted, maybe not built);
+    `stopped`: no harness writes it any more (a Claude Code file's last turn has then ended).
     A Codex rollout that continues its thread after a revert is read with the history it
     inherits (`codex_history`)."""
     if fmt == "claude-code":
-        return claude_view(data, path.name, turns=turns)
+        return claude_view(data, path.name, turns=turns, stopped=stopped)
     return _joined_view(path, data, codex_view)
 
 
@@ -558,13 +561,19 @@ def turn_summaries(turns: tuple[Turn, ...]) -> list[TurnSummary]:
 
 
 def file_turns(
-    fmt: SessionFormat, path: Path, *, root: Path | None = None, listed: str | None = None
+    fmt: SessionFormat,
+    path: Path,
+    *,
+    root: Path | None = None,
+    listed: str | None = None,
+    stopped: bool = False,
 ) -> tuple[list[TurnSummary], str]:
     """The turns of the harness file at `path` as `sessions turns` shows them, and the stat
     revision they were read at; `OSError` or `LineTooLong` when it cannot be read
-    (`unreadable` says why; `root` and `listed` as `open_listed` takes them)."""
+    (`unreadable` says why; `root` and `listed` as `open_listed` takes them, `stopped` as
+    `view_of`)."""
     data, st = read_file_stat(path, root=root, listed=listed)
-    view = view_of(fmt, path, data)
+    view = view_of(fmt, path, data, stopped=stopped)
     return turn_summaries(view.turns), stat_revision(st)
 
 

@@ -62,7 +62,7 @@ from .reader import ResumePoint
 # of reference forks; 11: Claude Code typed prompts, ended turns, branches after a caveat, titles
 # from branches, and Codex identity from line 1 and late outcomes; 10: Codex paginated forks'
 # cut; 9: Claude Code forks' fork times; 8: harness forks' fork turns
-SCHEMA_VERSION = 29
+SCHEMA_VERSION = 30
 BUSY_SECONDS = 30.0
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -7,23 +7,30 @@ turn, and the next prompt is sent after the call and its result. The fork after 
 resumed with a new prompt, must send the model exactly what the parent sent with its next
 prompt (that prompt swapped for the child's), and leave the parent's file as it was; the
 lines of the call and its result belong to the turn, so `--at` either of them forks there too.
-So must a fork made before the parent goes on, when Claude Code's note is the file's last line.
+So must a fork made before the parent goes on, when Claude Code's note is the file's last line,
+and the default fork of a session whose Claude Code was killed once the tool had run, when no
+harness writes it any more.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
+from remem.daemon.home import Home
+from tests.waiting import wait_until
 
 from .claude import ClaudeCode
 from .fake_anthropic import FakeAnthropic, hang, text, tool_uses
 from .requests import comparable
-from .toolchain import interrupt
+from .toolchain import RUN_TIMEOUT, interrupt
 
 pytestmark = pytest.mark.slow
 
@@ -133,3 +140,64 @@ def test_a_fork_after_a_turn_stopped_with_ctrl_c_past_its_tool_call_resumes_as_t
     assert comparable(sent, "child question") == comparable(next_sent, "third question")
     assert "alpha" in json.dumps(sent)
     assert parent.transcript.read_bytes() == before
+
+
+def _killed(cc: ClaudeCode, command: list[str], asked: int, transcript: Path) -> None:
+    """Run `command` and kill it (SIGKILL) once the model was asked again and the `Read`'s result
+    is in `transcript`: no interruption marker, no note, only the call and its result after the
+    turn's text."""
+    process = subprocess.Popen(
+        command, cwd=cc.cwd, env=cc.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_until(
+            lambda: cc.fake.count >= asked + 2 and _lines(transcript, "tool_result"),
+            what="the model asked after the Read, its result written",
+        )
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=RUN_TIMEOUT)
+
+
+# Live (its file written within `sessions.idle_seconds`, here a long one), the turn may still be
+# going on: it ends at its text, as before. Quiet (its file older than that, and its process
+# gone), it ended where it stands, past its call and the call's result.
+@pytest.mark.parametrize("live", [False, True], ids=["quiet", "live"])
+def test_the_default_fork_of_a_quiet_session_killed_past_its_tool_call_keeps_the_call_and_its_result(
+    tmp_path: Path, live: bool
+) -> None:
+    home, old = tmp_path / "home", 1_600_000_000
+    Home(home).settings_file.parent.mkdir(parents=True, exist_ok=True)
+    Home(home).settings_file.write_text(f"sessions:\n  idle_seconds: {10**9 if live else 120}\n")
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(tmp_path / "cc", fake)
+        (cc.cwd / "notes.txt").write_text("alpha\n")
+        fake.reply(text("first answer"))
+        parent = cc.run("first question")
+        fake.reply(tool_uses(("Read", {"file_path": str(cc.cwd / "notes.txt")}), text="let me read"), hang())
+        _killed(cc, cc.command("killed question", resume=parent.session_id), fake.count, parent.transcript)
+        os.utime(parent.transcript, (old, old))
+        (call,), (result,) = _lines(parent.transcript, "tool_use"), _lines(parent.transcript, "tool_result")
+        said = max(n for n in _lines(parent.transcript, "text") if n < call)  # "let me read"
+        assert said < call < result
+
+        root = cc.projects
+        turns = remem(home, root, "turns", parent.session_id)["turns"]
+        assert [(t["user"], t["status"]) for t in turns] == [
+            ("first question", "completed"),
+            ("killed question", "completed"),
+        ]
+        assert turns[1]["endSeq"] == (said if live else result)
+        made = remem(home, root, "fork", parent.session_id, "--op-id", "op-default")
+        if live:
+            return
+        fake.reply(text("child answer"))
+        child = cc.run("child question", resume=made["child"])
+        sent = fake.requests[-1]["messages"]
+        fake.reply(text("second answer"))
+        cc.run("second question", resume=parent.session_id)
+        next_sent = fake.requests[-1]["messages"]
+
+    assert made["forkTurn"] == 2 and child.result["result"] == "child answer"
+    assert comparable(sent, "child question") == comparable(next_sent, "second question")
+    assert "alpha" in json.dumps(sent)

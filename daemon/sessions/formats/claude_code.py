@@ -262,11 +262,12 @@ class Transcript:
     leaf: str | None = None  # uuid of the active conversation's last record (a summary's `leafUuid`)
 
 
-def read_transcript(data: bytes, name: str, *, turns: bool = True) -> Transcript:
+def read_transcript(data: bytes, name: str, *, turns: bool = True, stopped: bool = False) -> Transcript:
     """Read the transcript `data` of the file named `name` (its stem is the session id).
     Without `turns` (a listing), the active conversation's turns are counted and the first
-    prompt taken, none built (the turns stay empty; branches and inline subagents keep theirs)."""
-    return _parse(data, name, turns=turns).transcript
+    prompt taken, none built (the turns stay empty; branches and inline subagents keep theirs).
+    `stopped`: no harness writes the file any more, so its last turn has ended (`_turn`)."""
+    return _parse(data, name, turns=turns, stopped=stopped).transcript
 
 
 MAX_GROWN_PROBLEMS = 1000  # a transcript with more problem lines is read whole at each change
@@ -513,7 +514,7 @@ class _Parsed:
     read_problems: int  # the first problems, found decoding lines; the graph's come after
 
 
-def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
+def _parse(data: bytes, name: str, *, turns: bool = True, stopped: bool = False) -> _Parsed:
     problems: list[Problem] = []
     read = records(data, _Record, problems, replace_bad_utf8=True)
     lines = read.lines
@@ -522,7 +523,7 @@ def _parse(data: bytes, name: str, *, turns: bool = True) -> _Parsed:
     stem = _stem(name)
     path = graph.active_path()
     if turns:
-        built = _turns(path, graph)
+        built = _turns(path, graph, stopped=stopped)
         starts = [turn.start for turn in built]
     else:
         built, starts = (), [group[0].number for group in _groups(path, graph.prompts)]
@@ -561,8 +562,9 @@ class Selection:
     replacements: tuple[Any, ...]
 
 
-def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
-    """What a fork after turn `turn_index` (1-based) of the active conversation keeps.
+def fork_selection(data: bytes, name: str, turn_index: int, *, stopped: bool = False) -> Selection:
+    """What a fork after turn `turn_index` (1-based) of the active conversation keeps; `stopped`
+    as `read_transcript` takes it.
 
     Only what the fork needs is derived (the graph, the active path cut into turns, the chosen
     turn and the title), not the whole transcript: a fork of a large file must stay close to
@@ -589,7 +591,7 @@ def fork_selection(data: bytes, name: str, turn_index: int) -> Selection:
     group = groups[turn_index - 1]
     followed = turn_index < len(groups)
     side = graph.side_nodes(group, on_path)
-    turn = _turn(turn_index, group, side, graph, followed=followed)
+    turn = _turn(turn_index, group, side, graph, followed=followed, stopped=stopped)
     if not turn.forkable:
         raise NotAForkPoint(
             "open-turn",
@@ -1558,8 +1560,11 @@ def _groups(path: list[Line[_Node]], prompts: dict[int, str]) -> list[list[Line[
     return groups
 
 
-def _turns(path: list[Line[_Node]], graph: _Graph, first_index: int = 1) -> tuple[Turn, ...]:
-    """The turns of a path of nodes, in order; each but the last is followed by the next prompt.
+def _turns(
+    path: list[Line[_Node]], graph: _Graph, first_index: int = 1, *, stopped: bool = False
+) -> tuple[Turn, ...]:
+    """The turns of a path of nodes, in order; each but the last is followed by the next prompt,
+    and the last has ended when the file is `stopped`.
     A compaction between two turns (its summary after all the first one said) is the next one's,
     the first to run on the summary, as in a Codex rollout."""
     groups = _groups(path, graph.prompts)
@@ -1568,7 +1573,8 @@ def _turns(path: list[Line[_Node]], graph: _Graph, first_index: int = 1) -> tupl
     turns: list[Turn] = []
     carried = False
     for n, (group, side) in enumerate(zip(groups, sides, strict=True)):
-        turns.append(_turn(first_index + n, group, side, graph, followed=n < last, carried=carried))
+        turn = _turn(first_index + n, group, side, graph, followed=n < last, carried=carried, stopped=stopped)
+        turns.append(turn)
         said = _last_said(group, graph)
         carried = any(line.record.is_compact_summary and line.number > said for line in group)
     return tuple(turns)
@@ -1754,10 +1760,12 @@ def _turn(
     *,
     followed: bool,
     carried: bool = False,
+    stopped: bool = False,
 ) -> Turn:
     """The turn of the nodes `group` (its prompt first) and `side` (beside them); `followed`: the
     next prompt of the path comes after it, so it has ended though nothing answered it;
-    `carried`: a compaction made between the turn before it and this one."""
+    `carried`: a compaction made between the turn before it and this one; `stopped`: no harness
+    writes the file any more, so the turn has ended where it stands (decision 0535)."""
     calls: dict[str, str] = {}
     results: dict[str, bool] = {}
     interrupted = False
@@ -1811,9 +1819,10 @@ def _turn(
     # A turn that has ended (followed, closed, interrupted) ends there, answered or not: the
     # calls made after its text and their results (a stop while a tool ran, `--max-turns`) are
     # what the model saw next, so a fork keeps them, and an interrupted one ends at its marker,
-    # not at the meta lines after it (decision 0535). One still going on ends at its answer, a
-    # local command's at its last line.
-    ended = (followed or closed or interrupted) and (answer is not None or unanswered)
+    # not at the meta lines after it (decision 0535). So has the last turn of a file no harness
+    # writes any more (a kill after a tool ran). One still going on ends at its answer, a local
+    # command's at its last line.
+    ended = (followed or closed or interrupted or stopped) and (answer is not None or unanswered)
     last = talked if ended else answer or group[-1]
     # Ending at a response whose other records and results are put back after it (a rewind to
     # one of its calls left them off the path): the turn ends at the last of them.
