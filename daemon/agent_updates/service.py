@@ -6,8 +6,9 @@ changes one scope, by compare-and-swap against the revision the agent's session 
 is recorded in the audit trail (`audit.py` has the protocol): the whole protocol of one update
 runs under the scope's agent lock, in the caller's thread, so nothing of it is left half done
 by a client that hangs up; an intent a crash left behind is settled before anything else
-writes to that scope. Every call may block on file locks and disk: callers keep it off their
-event loop. Errors name files by their name alone: an agent never sees a path.
+writes to that scope. Every call may block on file locks (each for `LOCK_WAIT_SECONDS` at most)
+and disk: callers keep it off their event loop. Errors name files by their name alone: an agent
+never sees a path.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -23,7 +26,7 @@ from ..consolidation.proposal import content_hash
 from ..faults import faultpoint
 from ..fsutil import Unwritable
 from ..home import HomeUnusable
-from ..locks import bounded_file_lock, file_lock
+from ..locks import bounded_file_lock
 from ..memory.batch import GlobalPlan, InvalidChanges, Problem, WorkspacePlan, erasing_global
 from ..memory.context import AGENT_CONTEXT_MAX_BYTES, fit_agent_context, render_agent_context
 from ..memory.diagnostics import TextPositions
@@ -103,6 +106,17 @@ class ScopeBusy(Exception):
             f"{LOCK_WAIT_SECONDS:.0f} s (it is stopped or stuck, a `--no-daemon` command suspended "
             "with Ctrl-Z, say): nothing was written; end that process, then try again"
         )
+
+
+@contextmanager
+def _bounded_lock_waits() -> Iterator[None]:
+    """Within the block, a take of a scope's lock waits `LOCK_WAIT_SECONDS` at most, then
+    raises ScopeBusy: an agent's call, or the daemon's start, never waits on a holder for good."""
+    try:
+        with lock_waits_at_most(LOCK_WAIT_SECONDS):
+            yield
+    except ScopeLockBusy as exc:
+        raise ScopeBusy(exc.path) from None
 
 
 @dataclass(frozen=True)
@@ -268,49 +282,59 @@ class AgentUpdates:
         return None if held is None else self._reply(workspace, *held, known, render=False)
 
     def context(self, workspace: WorkspaceId, known: AgentObservation | None) -> AgentContextResult:
-        """Global and the workspace as an agent loads them; no text when `known` is current."""
-        global_memory = self.cache.global_snapshot()
-        snapshot = self.cache.workspace_snapshot(workspace)
+        """Global and the workspace as an agent loads them; no text when `known` is current.
+        ScopeBusy, like `index` and `record`, when another process holds a scope's lock past
+        `LOCK_WAIT_SECONDS`."""
+        with _bounded_lock_waits():
+            global_memory = self.cache.global_snapshot()
+            snapshot = self.cache.workspace_snapshot(workspace)
         answer = self._reply(workspace, global_memory, snapshot, known, render=True)
         assert answer is not None, "a missing text is rendered"
         return answer
 
     def index(self, workspace: WorkspaceId) -> AgentIndexResult:
-        snapshot = self.cache.workspace_snapshot(workspace)
+        with _bounded_lock_waits():
+            snapshot = self.cache.workspace_snapshot(workspace)
         entries = [
             AgentIndexEntry(name=r.name, description=r.description, type=r.type) for r in snapshot.records
         ]
         return AgentIndexResult(records=entries)
 
     def record(self, workspace: WorkspaceId, name: str) -> AgentRecordResult:
-        snapshot = self.cache.workspace_snapshot(workspace)
+        with _bounded_lock_waits():
+            snapshot = self.cache.workspace_snapshot(workspace)
         return AgentRecordResult(record=next((r for r in snapshot.records if r.name == name), None))
 
     def update(self, update: ScopedUpdate, agent: AgentIdentity) -> AgentUpdateResult:
         """Commit `update` if its scope is still at the observed revision, with its audit entry;
-        ScopeBusy when another process holds the scope's agent lock or the store's lock of the
-        scope past `LOCK_WAIT_SECONDS`."""
-        lock = self.trail.lock_path(update.scope)
+        ScopeBusy when another process holds the scope's agent lock, or a store's lock the
+        update reads or writes under, past `LOCK_WAIT_SECONDS`."""
+        with self._agent_lock(update.scope):
+            return self._update_locked(update, agent)
+
+    @contextmanager
+    def _agent_lock(self, scope: str) -> Iterator[None]:
+        """The scope's agent lock, and every scope's lock taken under it, each waited for
+        `_bounded_lock_waits`."""
+        lock = self.trail.lock_path(scope)
         held = bounded_file_lock(lock, within=LOCK_WAIT_SECONDS)
         if held is None:
             raise ScopeBusy(lock)
         try:
-            return self._update_locked(update, agent)
-        except ScopeLockBusy as exc:
-            raise ScopeBusy(exc.path) from None
+            with _bounded_lock_waits():
+                yield
         finally:
             held.release()
 
     def _update_locked(self, update: ScopedUpdate, agent: AgentIdentity) -> AgentUpdateResult:
-        with lock_waits_at_most(LOCK_WAIT_SECONDS):
-            self._settle(update.scope)
-            try:
-                plan = update.plan(self.store)
-            except InvalidChanges as exc:
-                if any(problem.change is None and problem.file for problem in exc.problems):
-                    # A file on disk is invalid: the context the agent is to reload says so.
-                    self.cache.disk_shows(update.key, None)
-                raise
+        self._settle(update.scope)
+        try:
+            plan = update.plan(self.store)
+        except InvalidChanges as exc:
+            if any(problem.change is None and problem.file for problem in exc.problems):
+                # A file on disk is invalid: the context the agent is to reload says so.
+                self.cache.disk_shows(update.key, None)
+            raise
         if plan.before != update.observed:
             return self._stale(update, plan.before)
         if not plan.changed:
@@ -328,8 +352,7 @@ class AgentUpdates:
         )
         self.trail.begin(entry)  # Unwritable: refused before anything changed, no intent left
         try:
-            with lock_waits_at_most(LOCK_WAIT_SECONDS):
-                committed = update.commit(self.store, entry.agent.actor())
+            committed = update.commit(self.store, entry.agent.actor())
         except ScopeLockBusy:
             # Waited for before anything was written: nothing landed, nothing to settle.
             self._drop_intent(update.scope)
@@ -382,8 +405,10 @@ class AgentUpdates:
         return self.trail.pending_scopes()
 
     def settle(self, scope: str) -> None:
-        """Finish the intent a dead writer left for `scope`, under its agent lock."""
-        with file_lock(self.trail.lock_path(scope)):
+        """Finish the intent a dead writer left for `scope`, under its agent lock; ScopeBusy
+        when another process holds a lock of the scope past `LOCK_WAIT_SECONDS` (the next
+        update of the scope settles it)."""
+        with self._agent_lock(scope):
             self._settle(scope)
 
     def _reply(

@@ -16,13 +16,15 @@ import mcp_types as types
 import pytest
 
 from remem.agents.limits import CALL_SECONDS_ENV
+from remem.daemon.agent_updates.audit import AuditTrail, scope_name
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
 from tests.daemon.helpers import waiting_for
 from tests.waiting import until
 
-from .conftest import agent, put, text_of
+from .conftest import EMPTY, agent, put, text_of
 
 pytestmark = pytest.mark.asyncio
 LOCKS_SHOWN = pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks")
@@ -117,3 +119,44 @@ async def test_memory_history_is_answered_within_one_deadline_for_both_its_reads
             await asyncio.sleep(3)
         result = await asked
     _refusal(result, "remem's memory service did not answer within 5 s", "call memory_context")
+
+
+@pytest.mark.parametrize("tool", ["memory_context", "memory_update"])
+async def test_a_read_of_global_memory_another_process_keeps_locked_is_said(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId, tool: str
+) -> None:
+    """memory_context's reads, and memory_update's read of Global (to warn of what the context
+    then leaves out), waited for the lock without end: the agent heard only that memory did not
+    answer, and the daemon's worker thread stayed stuck behind the lock."""
+    store.replace_global(EMPTY, "Answer tersely.\n")
+    async with agent(home, project) as session:
+        await session.context()
+        with held(home.locks / "global.lock"):
+            home.global_file.write_text("Answer in French.\n")  # as the process holding the lock wrote
+            refused = await (session.call(tool) if tool == "memory_context" else session.update(put("one")))
+        message = _refusal(refused, "Another remem process is holding this memory", "Nothing was written")
+        assert str(home.root) not in message, message
+        assert not (store.folder(workspace) / "one.md").exists()
+        assert "Answer in French." in await session.context()  # let go: memory is read again
+
+
+async def test_an_interrupted_update_whose_lock_another_process_keeps_does_not_stop_the_daemon(
+    home: Home, project: Path, workspace: WorkspaceId
+) -> None:
+    """The daemon settles what a crashed update left before it serves, and waited without end
+    for the scope's agent lock another process kept (an update run with --no-daemon, stopped in
+    its work): no memory was served at all. It is settled by the scope's next update instead."""
+    scope = scope_name(workspace.key)
+    audit = home.memory / "audit"
+    audit.mkdir(parents=True)
+    (audit / f".intent-{scope}.json").write_text("{not json")
+    async with agent(home, project) as session:
+        with held(AuditTrail(home).lock_path(scope)):
+            await session.context()
+        log = DaemonPaths(home, layout=False).log.read_text()
+        assert (
+            f"the interrupted agent update of {scope} is left to its next update: another remem process"
+            in log
+        ), log
+        assert not (await session.update(put("one"))).is_error
+    assert not (audit / f".intent-{scope}.json").exists(), "the update settled it first"
