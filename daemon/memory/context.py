@@ -2,9 +2,9 @@
 
 Two renderings of the same content: `render_context` for a harness that reads record files
 itself (`remem memory context`), and `render_agent_context` for agents served over MCP, who
-read records through a tool and must never see a path. An agent is shown as much of the index
-as it reads of a `MEMORY.md` (`lines_seen`), and only as much as keeps the whole answer within
-what its harness shows; the records left out are named, to be read by name (decision 0533).
+read records through a tool and must never see a path. Either shows as much of the index as an
+agent reads of a `MEMORY.md` (`lines_seen`), and only as much as keeps the whole text within
+what a harness shows; the records left out are named, to be read by name (decisions 0533, 0538).
 """
 
 from __future__ import annotations
@@ -27,15 +27,17 @@ AGENT_READING = (
 AGENT_CONTEXT_MAX_BYTES = 48_000
 LEFT_OUT = (
     "\nThis index leaves out {count} record(s), to keep this answer within what agents are shown: "
-    "{names}. Read any of them with `memory_read` when its name suggests it matters.\n"
+    "{names}. Read any of them {how} when its name suggests it matters.\n"
 )
+AGENT_READS_ONE = "with `memory_read`"
+FILE_READS_ONE = "(its file is <name>.md, in the folder below)"
 
 
 def render_context(store: MemoryStore, workspace: WorkspaceId) -> str:
     """Fail loudly (MemoryInvalid) on invalid memory rather than hide part of it from the agent.
 
     The index is rendered from the records themselves, so a stale `MEMORY.md` on disk never
-    misleads the agent.
+    misleads the agent; it is cut as the MCP agent's is, its records left out named.
     """
     global_memory = store.read_global()
     snapshot = store.read_workspace(workspace)
@@ -43,8 +45,8 @@ def render_context(store: MemoryStore, workspace: WorkspaceId) -> str:
         f"Each record is the file {store.folder(workspace)}/<name>.md; read it when its description "
         "is relevant to the task."
     )
-    index = render_index(snapshot.records)
-    return compose_context(global_memory.content, index, f"for {workspace.cwd}", reading)
+    title = f"for {workspace.cwd}"
+    return _fit(global_memory.content, snapshot.records, title, reading, FILE_READS_ONE)[0]
 
 
 def render_agent_context(global_content: str, records: Iterable[Record]) -> str:
@@ -53,26 +55,33 @@ def render_agent_context(global_content: str, records: Iterable[Record]) -> str:
 
 
 def fit_agent_context(global_content: str, records: Iterable[Record]) -> tuple[str, list[str]]:
-    """The MCP agent's context and the records its index leaves out: those past the lines an
-    agent reads of an index, and more, from the end, while the answer is over
-    `AGENT_CONTEXT_MAX_BYTES`. Global is never cut: at most 24 KiB, it always fits."""
+    """The MCP agent's context and the records its index leaves out (`_fit`)."""
+    return _fit(global_content, records, "of this project", AGENT_READING, AGENT_READS_ONE)
+
+
+def _fit(
+    global_content: str, records: Iterable[Record], title: str, reading: str, how: str
+) -> tuple[str, list[str]]:
+    """A context and the records its index leaves out: those past the lines an agent reads of
+    an index, and more, from the end, while the text is over `AGENT_CONTEXT_MAX_BYTES`. Global
+    is never cut: at most 24 KiB, it always fits. `how`: how to read a record left out."""
     index = render_index(records)
     # Lines as `lines_seen` counts them: a description's U+2028 is no line break of the index.
     lines = [f"{line}\n" for line in index.removesuffix("\n").split("\n")]
     cut = lines_seen(index)
     while True:
         left_out = entry_names(lines[cut:])
-        shown = "".join(lines[:cut]) + _left_out(left_out)
-        text = compose_context(global_content, shown, "of this project", AGENT_READING)
+        shown = "".join(lines[:cut]) + _left_out(left_out, how)
+        text = compose_context(global_content, shown, title, reading)
         if cut == 0 or len(text.encode("utf-8")) <= AGENT_CONTEXT_MAX_BYTES:
             return text, left_out
         cut -= 1
 
 
-def _left_out(names: list[str]) -> str:
+def _left_out(names: list[str], how: str) -> str:
     if not names:
         return ""
-    return LEFT_OUT.format(count=len(names), names=", ".join(f"`{name}`" for name in names))
+    return LEFT_OUT.format(count=len(names), names=", ".join(f"`{name}`" for name in names), how=how)
 
 
 def compose_context(global_content: str, index: str, workspace_title: str, reading: str) -> str:

@@ -11,8 +11,13 @@ from typing import Any
 import pytest
 
 from remem.daemon.home import Home
+from remem.daemon.memory.context import AGENT_CONTEXT_MAX_BYTES
+from remem.daemon.memory.identity import WorkspaceId
+from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.memory import PutChange
+from tests.cli_process import remem
 
-from .conftest import agent, put, text_of
+from .conftest import EMPTY, agent, put, text_of
 
 pytestmark = pytest.mark.asyncio
 CLAUDE_CODE_RESULT_CHARS = 50_000  # its default result-size limit (2.1.337), in UTF-16 units
@@ -81,3 +86,25 @@ async def test_a_write_warns_only_when_it_leaves_more_records_out_saying_when_gl
     assert "Global memory is 23 KiB" in warned and "[remem/index-budget]" not in warned, warned
     assert "This index leaves out 4 record(s)" in context, context[-600:]
     assert [text_of(a) for a in shrinking if a.is_error or "Warning" in text_of(a)] == []
+
+
+async def test_remem_memory_context_is_held_to_the_agents_budget(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    """`remem memory context` prints what an agent should load (a harness's hook runs it), and
+    printed a full memory whole: 62 KB, past what a harness shows (decision 0538)."""
+    store.replace_global(EMPTY, GLOBAL)
+    store.commit_workspace(
+        workspace, EMPTY, [PutChange.model_validate(_note(n, "." * 20)) for n in range(RECORDS)]
+    )
+    printed = remem(home, "memory", "context", "--cwd", str(project))
+    assert printed.returncode == 0, printed.stderr
+    context = printed.stdout
+    assert len(context.encode("utf-8")) <= AGENT_CONTEXT_MAX_BYTES, len(context)
+    assert GLOBAL.rstrip("\n") in context, "Global is never cut"
+    left_out = context.split("This index leaves out ", 1)[1]
+    assert f"`note-{RECORDS - 1:03d}`" in left_out and "<name>.md" in left_out, left_out[-600:]
+    assert context.endswith(
+        f"Each record is the file {store.folder(workspace)}/<name>.md; read it when "
+        "its description is relevant to the task.\n"
+    ), context[-600:]
