@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 import click
 
 from ..consolidation.receipts import FAILED, INTERRUPTED, SUCCEEDED, now
-from ..protocol.consolidation import Receipt, Status
+from ..protocol.consolidation import ConsolidationResult, Receipt, Status
 from ..protocol.memory import HistoryEntry
 from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
@@ -44,11 +44,14 @@ from .output import (
     EXIT_PROBLEMS,
     Command,
     Group,
+    OutputUnwritable,
     emit_json,
+    exit_silenced,
     fail,
     failure,
     refused_write,
     say,
+    say_stopped,
 )
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
@@ -81,41 +84,46 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     # A receipt completed before this moment is an earlier review's, returned as it was: the
     # answer does not say so, and receipts are stamped by this machine's clock too.
     asked_at = now()
-    with _stops_as_ctrl_c(heard):
+    with _stops_as_ctrl_c(heard), _ended_by_stops(heard, session_id):
         try:
             result = backend.api(listener=show_progress, stops=heard).consolidate(params)
         except RpcError as exc:
             _refused(exc, as_json, backend, session_id)
         except KeyboardInterrupt:
             if not backend.use_daemon:  # before or after the review: a review under way is cancelled
-                shows = f"remem receipts --session {session_id} shows any review it began"
-                say(f"remem: interrupted ({shows})", err=True)
-                sys.exit(_interrupted_status(heard))
+                raise
             _stop_in_daemon(backend, params, _interrupted_status(heard))
-    if as_json:
-        emit_json(result)
-    else:
-        again = " (recovered after a crash)" if result.recovered else ""
-        changes = f", {result.changes} change(s)" if result.changes else ""
-        why = result.reason
-        said = f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}"
-        if result.repeats is not None:
-            said += f"; its evidence is what review {result.repeats} read, so no model was asked"
-        say(said if why is None else f"{said}: {one_line(why)}")
-        read = _receipt_and_turns(backend, result.review) if result.status in SUCCEEDED else None
-        if read is not None:
-            receipt, turns = read
-            if result.changes:
-                for line in _changes_said(backend, receipt, {receipt.source.session: turns}):
-                    say(f"  {line}")
-            logs = _Logs(backend)
-            for line in _history_said(receipt, logs):
-                say(line)
-            if receipt.completedAt is not None and receipt.completedAt < asked_at:
-                say(_earlier_said(receipt, logs))
-    if result.status is Status.CANCELLED and not backend.use_daemon:
-        sys.exit(_interrupted_status(heard))  # in this process only a stop cancels
-    sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
+        if as_json:
+            emit_json(result)
+        else:
+            _say_result(backend, result, asked_at)
+        if result.status is Status.CANCELLED and not backend.use_daemon:
+            sys.exit(_interrupted_status(heard))  # in this process only a stop cancels
+        sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
+
+
+def _say_result(backend: Backend, result: ConsolidationResult, asked_at: str) -> None:
+    """The run's outcome, then the changes it committed, the history entries they made and how
+    to undo them, and whether it was an earlier review's."""
+    again = " (recovered after a crash)" if result.recovered else ""
+    changes = f", {result.changes} change(s)" if result.changes else ""
+    why = result.reason
+    said = f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}"
+    if result.repeats is not None:
+        said += f"; its evidence is what review {result.repeats} read, so no model was asked"
+    say(said if why is None else f"{said}: {one_line(why)}")
+    read = _receipt_and_turns(backend, result.review) if result.status in SUCCEEDED else None
+    if read is None:
+        return
+    receipt, turns = read
+    if result.changes:
+        for line in _changes_said(backend, receipt, {receipt.source.session: turns}):
+            say(f"  {line}")
+    logs = _Logs(backend)
+    for line in _history_said(receipt, logs):
+        say(line)
+    if receipt.completedAt is not None and receipt.completedAt < asked_at:
+        say(_earlier_said(receipt, logs))
 
 
 def _changes_said(backend: Backend, receipt: Receipt | str, turns: dict[str, list[TurnRow]]) -> list[str]:
@@ -298,8 +306,9 @@ def _receipt_and_turns(backend: Backend, review: str) -> tuple[Receipt, list[Tur
 def _stops_as_ctrl_c(heard: list[int]) -> Iterator[None]:
     """SIGTERM (`kill`, `timeout`, a CI runner cancelling) and SIGHUP (the terminal closed) heard
     as Ctrl-C is, each appended to `heard`: as a KeyboardInterrupt, even while SIGINT is ignored
-    (`cmd &` in a script). While a run goes on in this process, it hears every stop itself and
-    cancels (`Backend.api`'s `stops`). Killed by
+    (`cmd &` in a script), until the command exits, its result said too (`_ended_by_stops`).
+    While a run goes on in this process, it hears every stop itself and cancels (`Backend.api`'s
+    `stops`). Killed by
     them, the client left the daemon's review to commit, or its own review half recorded, after
     the user walked away (decision 0528). A stop the process was started ignoring (`nohup`'s
     SIGHUP) stays ignored."""
@@ -320,6 +329,24 @@ def _stops_as_ctrl_c(heard: list[int]) -> Iterator[None]:
             signal.signal(stop, handler)
 
 
+@contextlib.contextmanager
+def _ended_by_stops(heard: list[int], session: str) -> Iterator[None]:
+    """A stop the run did not take as its cancel ends the command, 128 + its signal: in this
+    process one before or after the review, through the daemon one once the review answered or
+    while the first stop's cancel is sent. The receipt says what became of the review; what was
+    left to print of it is not worth the wait of a user who gave up (decision 0540). Once a stop
+    is heard, output that cannot be written (a closed terminal's EIO) ends it so too, quietly."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        shows = f"remem receipts --session {session} shows any review it began"
+        say_stopped(f"remem: interrupted ({shows})", _interrupted_status(heard))
+    except OutputUnwritable:
+        if not heard:
+            raise
+        exit_silenced(_interrupted_status(heard))
+
+
 def _interrupted_status(heard: list[int]) -> int:
     """The exit status of a run a stop ended: 128 + the signal, as shells report a process it
     killed (130 for Ctrl-C)."""
@@ -329,12 +356,11 @@ def _interrupted_status(heard: list[int]) -> int:
 def _stop_in_daemon(backend: Backend, params: ConsolidateParams, status: int) -> NoReturn:
     """Ctrl-C (or SIGTERM, SIGHUP) ends this process, not the daemon's review: that is asked to
     stop too, or it would commit after the user gave up on it."""
-    stopped = backend.api().cancel_consolidation(params).cancelled
-    if stopped:
-        say("remem: interrupted; the daemon cancelled the review", err=True)
-    else:
-        say(f"remem: interrupted; the review had ended (remem receipts --session {params.session})", err=True)
-    sys.exit(status)
+    if backend.api().cancel_consolidation(params).cancelled:
+        say_stopped("remem: interrupted; the daemon cancelled the review", status)
+    say_stopped(
+        f"remem: interrupted; the review had ended (remem receipts --session {params.session})", status
+    )
 
 
 # A review its receipt says is under way, which no run holds.

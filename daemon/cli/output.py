@@ -222,13 +222,29 @@ def failure(code: str, message: str, data: dict[str, Any] | None = None, *, code
 
 def exit_pipe_closed() -> NoReturn:
     """What read the output went away (`remem … | head`): no bug, said by the exit status a
-    shell reports for a process its pipe's end closed, with nothing more written to either
-    stream (nor at the exit's flush of them)."""
+    shell reports for a process its pipe's end closed."""
+    exit_silenced(128 + signal.SIGPIPE)
+
+
+def exit_silenced(status: int) -> NoReturn:
+    """Exit `status` with nothing more written to either stream (nor at the exit's flush of
+    them): for output that can no longer be written anywhere."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError, OSError):  # one closed at start
             os.dup2(devnull, stream.fileno())
-    sys.exit(128 + signal.SIGPIPE)
+    sys.exit(status)
+
+
+def say_stopped(line: str, status: int) -> NoReturn:
+    """A stop's `line` on stderr, then exit `status` (128 + its signal). A closed terminal
+    (SIGHUP) fails every write after it (EIO): the stop still ends the command with its own
+    status, where "the output could not be written", exit 1, hid it (decision 0540)."""
+    try:
+        say(line, err=True)
+    except (OSError, OutputUnwritable):
+        exit_silenced(status)
+    sys.exit(status)
 
 
 def fail(message: str, status: int = EXIT_INVALID) -> NoReturn:

@@ -1,0 +1,111 @@
+"""A stop that reaches `remem consolidate` once its review has answered (or while the first
+stop's cancel is sent) ends the command with the stop's status, 128 + the signal, and one line
+saying where the review's receipt is; a closed terminal, whose writes all fail after its
+SIGHUP (EIO), ends it 129 all the same (decision 0540).
+
+Through the daemon such a SIGTERM or SIGHUP killed the command outright (-15, -1 to its
+parent); a closed terminal's lines failed it with "the output could not be written", exit 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.home import Home
+from tests.consolidation.conftest import KEY_ENV, Source, configure, proposal, put, write_source
+from tests.fake_openai import FakeOpenAI, slow, tool_call
+from tests.terminal import in_a_terminal, read_until
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def served(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[FakeOpenAI, Source]]:
+    """A home its daemon serves, whose one session the fake model is set to review."""
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    with FakeOpenAI(api_key="sk-test") as fake:
+        root = tmp_path / "dsh-sessions"
+        configure(home, fake, root)
+        home.settings_file.write_text(home.settings_file.read_text() + "daemon:\n  idle_minutes: 2\n")
+        yield fake, write_source(root, str(tmp_path / "project"))
+        subprocess.run([*_remem(home), "daemon", "stop"], capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_once_the_review_answered_ends_the_command_with_its_status(
+    home: Home, served: tuple[FakeOpenAI, Source], stop: signal.Signals
+) -> None:
+    fake, source = served
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    read, write = os.pipe()
+    _fill(write)  # the result's first line waits for room: the command is past its review
+    try:
+        with subprocess.Popen(
+            [*_remem(home), "consolidate", source.id], stdout=write, stderr=subprocess.PIPE, text=True
+        ) as running:
+            os.close(write)
+            wait_until(lambda: _writing_to_a_pipe(running.pid), what="the command to write its result")
+            running.send_signal(stop)
+            _, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
+    finally:
+        os.close(read)
+    shows = f"remem: interrupted (remem receipts --session {source.id} shows any review it began)\n"
+    assert (running.returncode, err.endswith(shows), "Traceback" in err) == (128 + stop, True, False), err
+    assert _receipt_status(home) == "committed"
+
+
+@pytest.mark.parametrize("where", [[], ["--no-daemon"]], ids=["through-the-daemon", "in-process"])
+def test_a_closed_terminal_ends_the_command_129_though_nothing_can_be_written(
+    home: Home, served: tuple[FakeOpenAI, Source], where: list[str]
+) -> None:
+    fake, source = served
+    fake.reply(slow(8, tool_call(proposal(put("prefer-uv", source.evidence())))))
+    command = [*_remem(home), *where, "consolidate", source.id]
+    running, master = in_a_terminal(command)
+    with running:
+        read_until(master, b"waiting for the model")
+        os.close(master)  # the terminal closes: SIGHUP, then every write to it fails (EIO)
+        running.wait(timeout=60)  # a hang guard, not a speed assertion
+    assert running.returncode == 129
+    assert _receipt_status(home) == "cancelled"
+
+
+def _fill(write: int) -> None:
+    """Fill the pipe whose writing end is `write`, so that the next write to it waits."""
+    os.set_blocking(write, False)
+    try:
+        while True:
+            os.write(write, b"\0" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(write, True)
+
+
+def _writing_to_a_pipe(pid: int) -> bool:
+    """Whether process `pid` waits for room in a pipe, as the kernel says where it sleeps."""
+    try:
+        return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:  # exited meanwhile: the wait failed, as the test then says
+        return False
+
+
+def _receipt_status(home: Home) -> str:
+    listed = subprocess.run([*_remem(home), "receipts", "--json"], capture_output=True, text=True)
+    [receipt] = json.loads(listed.stdout)["receipts"]
+    return str(receipt["status"])
+
+
+def _remem(home: Home) -> list[str]:
+    return [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
