@@ -13,7 +13,16 @@ import click
 from ..validation import one_line
 from .arguments import NON_EMPTY
 from .backend import Backend, cancelled_by_stops
-from .output import EXIT_INTERRUPTED, EXIT_PROBLEMS, Command, emit_json, fail, say
+from .output import (
+    EXIT_INTERRUPTED,
+    EXIT_PROBLEMS,
+    Command,
+    emit_json,
+    exit_silenced,
+    fail,
+    say,
+    say_stopped,
+)
 
 if TYPE_CHECKING:
     from ..evaluation.labels import Case
@@ -91,8 +100,12 @@ def eval_command(
     except (KeyboardInterrupt, asyncio.CancelledError):
         # A report of the cases that ran would read as the model's figures: none is printed.
         ran = f"after {len(scores)} of {len(chosen)} case(s)" if chosen else "before any case ran"
-        say(f"remem: interrupted {ran}; no report", err=True)
-        sys.exit(128 + stopped[0] if stopped else EXIT_INTERRUPTED)
+        say_stopped(f"remem: interrupted {ran}; no report", 128 + stopped[0] if stopped else EXIT_INTERRUPTED)
+    except OSError:
+        if not stopped:
+            raise
+        # The progress bar finished on a terminal a SIGHUP closed (EIO): the stop's exit, quietly.
+        exit_silenced(128 + stopped[0])
     # A run that did not measure the model (its route failed) must not pass in a script either.
     sys.exit(EXIT_PROBLEMS if report.totals.secrets or report.totals.undecided else 0)
 
