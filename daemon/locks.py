@@ -12,6 +12,10 @@ leave a scope locked. Three ways to take one:
   the session's consolidation, in `consolidation/runner.py`), or to ask whether a daemon runs.
   `try_file_lock_strictly` is the same take for a caller that may leave a missing lock file
   unmade (an eval case's folder).
+- `try_removable_lock` and `acquire_removable_lock` take a lock whose file its holder removes
+  as it lets go (`LockHandle.release_removing`), so that one lock file per review does not stay
+  for good: a taker that opened the file before its removal and locked it after finds it gone
+  from its path (`LockHandle.is_at`) and takes the path again.
 - `bounded_file_lock` polls up to a deadline: for a lock that must never hold up its caller,
   whatever its holder does (the history's, the daemon's spawn lock).
 
@@ -23,6 +27,7 @@ take that waits and is answered "held" anyway is refused too: its block never ru
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import tempfile
@@ -107,6 +112,16 @@ class LockHandle:
         portalocker.unlock(self._handle)
         self._handle.close()
 
+    def release_removing(self, path: Path) -> None:
+        """Remove the lock file at `path`, then let go: for a lock no later taker needs the file
+        of (a review's, once its run ends), whose every taker takes it as `try_removable_lock` and
+        `acquire_removable_lock` do. A file another process put there meanwhile is left."""
+        if self.is_at(path):
+            # Left when the removal fails: only a file, which the next holder removes.
+            with contextlib.suppress(OSError):
+                path.unlink()
+        self.release()
+
     def is_at(self, path: Path) -> bool:
         """Whether `path` still names the locked file: once it is deleted or replaced, another
         process locks a new file there without waiting for this holder."""
@@ -122,6 +137,23 @@ def try_file_lock(path: Path) -> LockHandle | None:
     """Take an exclusive lock without waiting; None when another holder has it, LockRefused when
     the file system refuses it."""
     return _lock_handle(path, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+
+
+def try_removable_lock(path: Path) -> LockHandle | None:
+    """`try_file_lock` of a lock file its holders remove as they let go (`release_removing`):
+    one taken after its holder removed it (opened before, locked after) is no longer at `path`,
+    where another taker makes a new one, so it is let go and `path` taken again."""
+    while (lock := try_file_lock(path)) is not None and not lock.is_at(path):
+        lock.release()
+    return lock
+
+
+def acquire_removable_lock(path: Path) -> LockHandle:
+    """`acquire_file_lock` of a lock file its holders remove as they let go, as
+    `try_removable_lock` takes it: a taker waiting on the file wakes with it removed."""
+    while not (lock := acquire_file_lock(path)).is_at(path):
+        lock.release()
+    return lock
 
 
 def try_file_lock_strictly(path: Path, *, create: bool = True) -> LockHandle | None:

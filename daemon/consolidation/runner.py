@@ -28,7 +28,7 @@ from ..faults import faultpoint
 from ..fsutil import Unwritable, refused_as_unwritable, remedy
 from ..home import Home
 from ..limits import SESSION_LINE_MAX_BYTES, size_text
-from ..locks import LockHandle, try_file_lock
+from ..locks import LockHandle, try_removable_lock
 from ..memory.identity import WorkspaceId
 from ..memory.record import render_record
 from ..memory.store import MemoryInvalid, MemoryStore
@@ -942,8 +942,8 @@ async def _held(locks: _KeyedLocks, key: str, path: Path, waiting: _Waiting) -> 
             handle = await _file_lock(path, waiting)
             try:
                 yield
-            finally:
-                handle.release()
+            finally:  # no later run needs the file: state/locks holds only the locks of runs
+                handle.release_removing(path)
 
 
 async def _file_lock(path: Path, waiting: _Waiting) -> LockHandle:
@@ -953,7 +953,7 @@ async def _file_lock(path: Path, waiting: _Waiting) -> LockHandle:
     would wait for the other run to end, its thread pinned meanwhile. The look is a
     non-blocking lock of a local file, taken on the loop: from a thread, a cancel could leave a
     lock taken and never released."""
-    while (lock := try_file_lock(path)) is None:
+    while (lock := try_removable_lock(path)) is None:
         waiting.tell()
         await asyncio.sleep(_LOCK_POLL_SECONDS)
     return lock

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..faults import faultpoint
 from ..fsutil import fsync_dir, is_temp_name
 from ..home import Home
-from ..locks import acquire_file_lock
+from ..locks import acquire_removable_lock
 from ..memory.identity import WorkspaceId
 from ..memory.store import MemoryStore
 from ..protocol.consolidation import Receipt, Status
@@ -77,7 +77,7 @@ def settle_committing(home: Home, store: MemoryStore | None = None) -> list[Rece
     receipts = ReceiptStore(home)
     settled = []
     for review in names:
-        lock = acquire_file_lock(receipts.lock_path(review))  # a live barrier: wait for its end
+        lock = acquire_removable_lock(receipts.lock_path(review))  # a live barrier: wait for its end
         try:
             receipt = receipts.read(review)
             if receipt is not None and receipt.status is Status.COMMITTING:
@@ -87,7 +87,7 @@ def settle_committing(home: Home, store: MemoryStore | None = None) -> list[Rece
         except ReceiptError as exc:  # reads go on; the mark stays until the receipt is fixed
             log.warning("a review left committing cannot be settled: %s", exc)
         finally:
-            lock.release()
+            lock.release_removing(receipts.lock_path(review))
     return settled
 
 
