@@ -108,10 +108,14 @@ _UPDATE_DESCRIPTION = (
     "`record` with `name`, `description`, `type`, `content`) and `delete` changes (`name`) for this "
     "project's workspace. A name is lowercase letters, digits and hyphens; the description is one "
     f"line; the type is one of {_TYPES}; the content is the record's Markdown body, at most "
-    f"{BODY_MAX_BYTES // 1024} KiB. The change commits only if memory is still what you last read "
-    "with memory_context; otherwise nothing is written and you are told to read it again. Returns "
-    "the scope changed and the number of changes. Global memory is never replaced by empty text: "
-    "only the user can erase all of it."
+    f"{BODY_MAX_BYTES // 1024} KiB. The change commits only if the memory it changes is still as "
+    "you last saw it: as memory_context showed it, or as your own last memory_update left it; "
+    "otherwise nothing is written and you are told to read it again. So a later memory_update of "
+    "yours overwrites an earlier one without a word: a `replace-global` replaces all of Global, the "
+    "text your earlier `replace-global` wrote included, and a `put` replaces the whole record, your "
+    "earlier `put` of that name included. Write each change on top of your earlier ones, never from "
+    "the memory_context you read before them. Returns the scope changed and the number of changes. "
+    "Global memory is never replaced by empty text: only the user can erase all of it."
 )
 
 

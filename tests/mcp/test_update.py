@@ -225,3 +225,28 @@ async def test_an_audit_folder_linked_out_of_the_home_is_refused_untouched(
         "writes only inside its home; move the folder it points to into the home"
     ) in caplog.text, "the user's log names the link and the fix"
     assert list(outside.iterdir()) == [] and names(store, workspace) == set(), "nothing written"
+
+
+async def test_a_second_write_from_one_read_overwrites_the_first_as_the_tool_tells_the_model(
+    home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId
+) -> None:
+    """Two updates after one memory_context both commit: the second is checked against memory as
+    the first left it, so a replace-global (or a put of the same record) written from that
+    context replaces what the first wrote. The model was not told, and lost its own change."""
+    async with agent(home, project) as session:
+        await session.context()
+        for change in (
+            {"action": "replace-global", "content": "Answer tersely.\n"},
+            {"action": "replace-global", "content": "Use uv.\n"},
+            put("prefer-uv", "First.\n"),
+            put("prefer-uv", "Second.\n"),
+        ):
+            committed = await session.update(change)
+            assert outcome(committed)[1] == 1, text_of(committed)
+        tools = {tool.name: tool for tool in (await session.client.list_tools()).tools}
+    assert store.read_global().content == "Use uv.\n"
+    assert [r.content for r in store.read_workspace(workspace).records] == ["Second.\n"]
+    said = tools["memory_update"].description or ""
+    assert "a later memory_update of yours overwrites an earlier one without a word" in said, said
+    assert "a `replace-global` replaces all of Global, the text your earlier `replace-global` wrote" in said
+    assert "a `put` replaces the whole record, your earlier `put` of that name included" in said
