@@ -75,10 +75,47 @@ def test_a_revert_away_from_an_invalid_hand_edit_offers_no_take_back_that_fails(
     assert done.stdout.splitlines()[-1] == (
         f"it cannot be taken back by a revert: rec-a.md was invalid at {edited[:12]}, the entry before "
         "it, and a revert never writes invalid files back; "
-        f"`remem memory show --at {edited[:12]}` shows them, to copy back by hand and fix"
+        f"`remem memory show --at {edited[:12]}` shows it, to copy back by hand and fix"
     )
     refused = remem(home, "memory", "revert", edited)  # what the line used to offer
     assert refused.returncode == 2 and "[remem/revert-invalid]" in refused.stderr, refused.stderr
+
+
+def test_a_revert_away_from_an_invalid_hand_edit_offers_no_take_back_in_json_either(
+    home: Home, tmp_path: Path
+) -> None:
+    """The text said the revert cannot be taken back, while `--json` still gave `takeBack`: an
+    entry a script's revert to then fails (exit 2, remem/revert-invalid)."""
+    store, workspace, _, later = project_with_two_changes(home, tmp_path)
+    (home.workspaces / workspace.key / "rec-a.md").write_text("---\nname: rec-a\n---\nbroken\n")
+    assert remem(home, "memory", "log", "--cwd", workspace.cwd).returncode == 0  # records the edit
+
+    done = remem(home, "memory", "revert", later, "--json")
+
+    assert done.returncode == 0, done.stderr
+    change = json.loads(done.stdout)["change"]
+    assert (change["takeBack"], change["unrestorable"]) == (None, ["rec-a.md"]), change
+
+
+def test_a_file_name_holding_a_newline_stays_on_the_line_that_names_it(home: Home, tmp_path: Path) -> None:
+    """`log` escapes such a name; a revert's take-back line and its refusal printed it raw, so
+    one line became two, the second looking like a line of its own."""
+    store, workspace, _, later = project_with_two_changes(home, tmp_path)
+    (home.workspaces / workspace.key / "a\nfake.md").write_text("junk\n")
+    assert remem(home, "memory", "log", "--cwd", workspace.cwd).returncode == 0  # records the edit
+    edited = store.history.log(workspace.key)[0].id
+
+    done = remem(home, "memory", "revert", later)
+    refused = remem(home, "memory", "revert", edited)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith(
+        "it cannot be taken back by a revert: a\\nfake.md was invalid at "
+    ), done.stdout
+    assert refused.returncode == 2, refused.stderr
+    assert all(line.startswith("invalid: a\\nfake.md: ") for line in refused.stderr.splitlines()), (
+        refused.stderr
+    )
 
 
 def test_a_revert_conflict_hints_in_the_entrys_workspace_and_names_globals_revision(
@@ -194,7 +231,7 @@ def test_a_revert_away_from_a_workspace_file_named_global_md_offers_no_take_back
         "this revert: removed GLOBAL.md (+0 -6)",
         f"it cannot be taken back by a revert: GLOBAL.md was invalid at {edited[:12]}, the entry before "
         "it, and a revert never writes invalid files back; "
-        f"`remem memory show --at {edited[:12]}` shows them, to copy back by hand and fix",
+        f"`remem memory show --at {edited[:12]}` shows it, to copy back by hand and fix",
     ], done.stdout
     refused = remem(home, "memory", "revert", edited)  # what the line used to offer
     assert refused.returncode == 2 and "[remem/revert-invalid]" in refused.stderr, refused.stderr
@@ -223,7 +260,7 @@ def test_a_record_holding_the_replacement_character_is_not_named_beside_one_that
         "this revert: removed latin, mojibake (+0 -12)",
         f"it cannot be taken back by a revert: latin.md was invalid at {edited[:12]}, the entry before "
         "it, and a revert never writes invalid files back; "
-        f"`remem memory show --at {edited[:12]}` shows them, to copy back by hand and fix",
+        f"`remem memory show --at {edited[:12]}` shows it, to copy back by hand and fix",
     ], done.stdout
     shown = json.loads(remem(home, "memory", "show", "--at", edited, "--json").stdout)
     assert shown["undecoded"] == ["latin.md"] and "\ufffd" in shown["files"]["mojibake.md"], shown

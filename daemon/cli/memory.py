@@ -387,6 +387,7 @@ def revert(backend: Backend, entry: str, expected_revision: str | None, before: 
                 HistoryDiffParams(entry=made, patch=False)
             ),
             after=lambda made: _after_revert(backend, entry, before, made),
+            take_back_blocked=lambda made: _blocked_take_back(backend, made),
         )
     except RpcError as exc:
         if exc.code != HISTORY_REFUSED:
@@ -414,13 +415,23 @@ def _after_revert(backend: Backend, entry: str, before: bool, made: HistoryDiffR
     take_back = made.fromEntry
     if take_back is None:  # no entry before the revert's: nothing to go back to
         return []
-    try:  # the scope, and what it held before the revert; unknown, both are said as they can be
-        held: HistoryShowResult | None = backend.api(start=False).memory_show_at(
-            HistoryEntryParams(entry=take_back)
-        )
-    except unanswered():
-        held = None
+    held = _held_at(backend, take_back)
     return [*_later_changes(backend, entry, before, made, take_back, held), _take_back(take_back, held, made)]
+
+
+def _held_at(backend: Backend, entry: str) -> HistoryShowResult | None:
+    """The scope and what it held at `entry`, the one before the revert's; None when it cannot
+    be asked, what depends on it then said as it can be."""
+    try:
+        return backend.api(start=False).memory_show_at(HistoryEntryParams(entry=entry))
+    except unanswered():
+        return None
+
+
+def _blocked_take_back(backend: Backend, made: HistoryDiffResult) -> list[str]:
+    """The files that keep a revert from being taken back (`_take_back` says why), for `--json`."""
+    held = None if made.fromEntry is None else _held_at(backend, made.fromEntry)
+    return [] if held is None else _unrestorable(held, made)
 
 
 def _later_changes(
@@ -493,11 +504,13 @@ def _take_back(take_back: str, held: HistoryShowResult | None, made: HistoryDiff
     invalid = [] if held is None else _unrestorable(held, made)
     if not invalid:
         return f"to take it back: remem memory revert {take_back[:12]}"
-    files = ", ".join(invalid)
+    files = one_line(", ".join(invalid))  # a name may hold a newline: never a false line
+    one = len(invalid) == 1
     return (
-        f"it cannot be taken back by a revert: {files} {'was' if len(invalid) == 1 else 'were'} invalid "
+        f"it cannot be taken back by a revert: {files} {'was' if one else 'were'} invalid "
         f"at {take_back[:12]}, the entry before it, and a revert never writes invalid files back; "
-        f"`remem memory show --at {take_back[:12]}` shows them, to copy back by hand and fix"
+        f"`remem memory show --at {take_back[:12]}` shows {'it' if one else 'them'}, "
+        "to copy back by hand and fix"
     )
 
 
@@ -616,11 +629,12 @@ def _commit(
     conflict: Callable[[str], str],
     change: Callable[[str], HistoryDiffResult] | None = None,
     after: Callable[[HistoryDiffResult], list[str]] | None = None,
+    take_back_blocked: Callable[[HistoryDiffResult], list[str]] | None = None,
 ) -> None:
     """`conflict`: what a conflict says, given the scope's current revision: which scope it
     is, the daemon's answer holding only the revision. `change`: what the committed
     generation's entry (by id) changed, said as the revert's; `after`: the lines said after
-    it, given that change."""
+    it, given that change; `take_back_blocked`: the files that keep it from being taken back."""
     try:
         result = ask(params)
     except RpcError as exc:
@@ -637,7 +651,11 @@ def _commit(
         _report_result_invalid(problems, as_json)
     if as_json:
         made = _its_change(change, result)
-        emit_json(result if made is None else {**result.model_dump(mode="json"), "change": _change(made)})
+        if made is None:
+            emit_json(result)
+        else:
+            blocked = [] if take_back_blocked is None else take_back_blocked(made)
+            emit_json({**result.model_dump(mode="json"), "change": _change(made, blocked)})
     elif result.status == "conflict":
         say(f"conflict: {conflict(result.revision)}", err=True)
     else:
@@ -665,9 +683,13 @@ def _its_change(
         return None
 
 
-def _change(made: HistoryDiffResult) -> dict[str, Any]:
-    """What a revert changed (its own entry's stat) and the entry that takes it back."""
-    return {"stat": made.stat.model_dump(mode="json"), "takeBack": made.fromEntry}
+def _change(made: HistoryDiffResult, blocked: list[str]) -> dict[str, Any]:
+    """What a revert changed (its own entry's stat) and the entry that takes it back; none, and
+    the files that keep it from being taken back, when `blocked` names some."""
+    stat = made.stat.model_dump(mode="json")
+    if blocked:
+        return {"stat": stat, "takeBack": None, "unrestorable": blocked}
+    return {"stat": stat, "takeBack": made.fromEntry}
 
 
 # An empty Global and an empty workspace hash alike (both scopes are at it in a fresh home): a
@@ -766,7 +788,8 @@ def _report_result_invalid(problems: list[Problem], as_json: bool) -> NoReturn:
         for problem in problems:
             where = f"change {problem.change}: " if problem.change is not None else ""
             where = f"{problem.file}: " if problem.file else where
-            say(f"invalid: {where}{problem.message} [{problem.code}]", err=True)
+            # a file name may hold a newline, and a message quote it: one problem stays one line
+            say(one_line(f"invalid: {where}{problem.message} [{problem.code}]"), err=True)
     sys.exit(EXIT_INVALID)
 
 
