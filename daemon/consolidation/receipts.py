@@ -292,6 +292,23 @@ class ReceiptStore:
                 )
         return sorted(receipts, key=lambda r: (r.createdAt, r.review)), sorted(errors, key=lambda e: e.path)
 
+    def misnamed(self) -> ListError | None:
+        """The files of the receipts' folder whose names are not UTF-8, as one error naming how
+        many and the first few (their bytes escaped): no receipt, since remem names each by its
+        review id, so no review state is made unknown by them, but not passed over in silence.
+        `HomeUnusable` as `listing`."""
+        names = [_escaped(n) for n in self._home.names_in(self.folder) if _undecodable(n)]
+        if not names:
+            return None
+        first = ", ".join(sorted(names)[:NAMED_FILES])
+        more = f" and {len(names) - NAMED_FILES} more" if len(names) > NAMED_FILES else ""
+        message = (
+            f"{len(names)} file(s) named in bytes that are not UTF-8 ({first}{more}) are no receipts "
+            "(remem names each by its review id) and were passed over; "
+            "rename or remove them"
+        )
+        return ListError(path=str(self.folder), message=message, kind="reviews")
+
     def _files(self) -> list[Path]:
         """The receipt files, named `RECEIPT_NAME`: nothing else there is read as one, since an
         editor's lock (`.#a.md`) or a README read so made every session's review state unknown, as
@@ -329,6 +346,38 @@ class ReceiptStore:
             text, key = _read_text(path)  # the key of what was read, should it change meanwhile
             known = self._parsed[path] = (key, parse_receipt(text))
         return known[1]
+
+
+NAMED_FILES = 3  # the files one error about several names; the rest are counted
+
+
+def said_once(folder: Path, errors: list[ListError]) -> list[ListError]:
+    """The receipt files `listing` could not read, as one error naming how many and the first
+    few when there are several: each leaves every review state unknown alike, and an editor
+    showing a row for each showed noise. `remem receipts` names each."""
+    if len(errors) <= 1:
+        return errors
+    named = "; ".join(f"{Path(e.path).name}: {e.message}" for e in errors[:NAMED_FILES])
+    more = f"; and {len(errors) - NAMED_FILES} more" if len(errors) > NAMED_FILES else ""
+    message = (
+        f"{len(errors)} receipt files cannot be read, so no session's review state is shown "
+        f"({named}{more}); `remem receipts` names each: fix or remove them"
+    )
+    return [ListError(path=str(folder), message=message, kind="reviews")]
+
+
+def _undecodable(name: str) -> bool:
+    """Whether a name `os.listdir` gave holds bytes that are not UTF-8 (kept as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _escaped(name: str) -> str:
+    """A name with its bytes that are not UTF-8 written `\\xff`: printable, and JSON can carry it."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def render_receipt(receipt: Receipt) -> str:

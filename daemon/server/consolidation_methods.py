@@ -162,6 +162,9 @@ class ConsolidationMethods:
         ]
         # An unreadable file's session and workspace are unknown; its review is its name.
         unreadable = [e for e in errors if params.review in (None, Path(e.path).stem)]
+        if params.review is None:  # a file not named by a review id is none's
+            misnamed = await asyncio.to_thread(self.consolidator.receipts.misnamed)
+            unreadable += [misnamed] if misnamed is not None else []
         interrupted = await asyncio.to_thread(self.consolidator.receipts.interrupted, wanted)
         return ReceiptsResult(
             receipts=wanted,

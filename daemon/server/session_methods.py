@@ -26,7 +26,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from ..consolidation.receipts import Receipt, ReceiptStore, review_states
+from ..consolidation.receipts import Receipt, ReceiptStore, review_states, said_once
 from ..forks.child import given_title
 from ..forks.sources import fork_session
 from ..home import Home, HomeUnusable
@@ -170,7 +170,8 @@ class SessionMethods:
         that cannot be read or is none. Either leaves every review state unknown, never refused
         whole: a file that cannot be read could be any session's receipt (decision 0529)."""
         try:
-            return self._receipts.listing()
+            receipts, unread = self._receipts.listing()
+            return receipts, said_once(self._receipts.folder, unread)
         except HomeUnusable as exc:
             unknown = f"the review receipts cannot be read, so no session's review state is shown: {exc}"
             return [], [ListError(path=str(self.home.reviews), message=unknown, kind="reviews")]

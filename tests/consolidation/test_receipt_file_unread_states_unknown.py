@@ -80,3 +80,31 @@ def test_a_file_not_named_as_a_receipt_is_no_receipt_and_leaves_review_states_kn
     assert answer["errors"] == [], answer
     assert footer == "1 session(s), 0 unreadable", footer
     assert (len(receipts["receipts"]), receipts["errors"]) == (1, []), receipts
+
+
+@pytest.mark.parametrize("daemon", [False, True], ids=["no-daemon", "daemon"])
+def test_several_damaged_receipt_files_are_one_error_naming_how_many_and_the_first(
+    home: Home, source: Source, daemon: bool
+) -> None:
+    """Each damaged receipt was an error of its own, a row each in the editor's tree, all saying
+    the same: review states unknown. Several are one error of the receipts' folder; `remem
+    receipts` still names each."""
+    store = ReceiptStore(home)
+    home.ensure_layout()
+    damaged = [store.path(f"{n:064x}") for n in range(1, 6)]
+    for path in damaged:
+        path.write_text("---\nnot: [valid\n")
+    try:
+        answer, _ = _listed(home, daemon)
+        receipts = json.loads(remem(home, "receipts", "--json", daemon=daemon).stdout)
+    finally:
+        if daemon:
+            remem(home, "daemon", "stop")
+    [error] = answer["errors"]  # type: ignore[misc]
+    assert (error["path"], error["kind"]) == (str(store.folder), "reviews"), error
+    assert error["message"].startswith(
+        "5 receipt files cannot be read, so no session's review state is shown"
+    )
+    assert [p.name in error["message"] for p in damaged] == [True] * 3 + [False] * 2
+    assert "; and 2 more); `remem receipts` names each" in error["message"]
+    assert [e["path"] for e in receipts["errors"]] == [str(p) for p in damaged]

@@ -1,7 +1,8 @@
 """A file in the receipts' folder whose name is not UTF-8 is no receipt (remem names each by its
-review id): `remem receipts` lists every receipt and passes it over. Its raw name failed the
-daemon's answer as a bug (exit 4), and `--no-daemon` printed it with the surrogates Python keeps
-such bytes as; both are run here as the real `remem` process."""
+review id): `remem receipts` lists every receipt and passes it over, saying so in one error of
+the folder that counts such files and names them, their bytes escaped (it was silent). Its raw
+name failed the daemon's answer as a bug (exit 4), and `--no-daemon` printed it with the
+surrogates Python keeps such bytes as; both are run here as the real `remem` process."""
 
 from __future__ import annotations
 
@@ -39,11 +40,16 @@ def test_a_file_named_not_utf8_is_no_receipt(home: Home, daemon: bool) -> None:
         done = _remem(home, "receipts", "--json", daemon=daemon)
         assert done.returncode == 0, done.stderr
         answer = json.loads(done.stdout)
-        assert answer["errors"] == [], answer
+        [error] = answer["errors"]
+        assert (error["path"], error["kind"]) == (str(folder), "reviews"), error
+        assert error["message"].startswith(
+            "2 file(s) named in bytes that are not UTF-8 (\\xff.md, b\\xfe.md)"
+        )
         assert [r["source"]["session"] for r in answer["receipts"]] == ["session-kept"]
         text = _remem(home, "receipts", daemon=daemon)
         assert text.returncode == 0, text.stderr
         assert "\\udc" not in text.stdout + text.stderr  # no surrogate written out as such
+        assert "2 file(s) named in bytes that are not UTF-8" in text.stderr
     finally:
         if daemon:
             assert _remem(home, "daemon", "stop", daemon=True).returncode == 0
