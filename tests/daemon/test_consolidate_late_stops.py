@@ -13,14 +13,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from remem.daemon.cli.backend import NO_DAEMON_ENV
 from remem.daemon.home import Home
-from tests.consolidation.conftest import KEY_ENV, Source, configure, proposal, put, write_source
+from tests.consolidation.conftest import Source, proposal, put
 from tests.fake_openai import FakeOpenAI, slow, tool_call
 from tests.terminal import in_a_terminal, read_until
 from tests.waiting import wait_until
@@ -28,26 +26,10 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def served(
-    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[FakeOpenAI, Source]]:
-    """A home its daemon serves, whose one session the fake model is set to review."""
-    monkeypatch.setenv(KEY_ENV, "sk-test")
-    monkeypatch.delenv(NO_DAEMON_ENV)
-    with FakeOpenAI(api_key="sk-test") as fake:
-        root = tmp_path / "dsh-sessions"
-        configure(home, fake, root)
-        home.settings_file.write_text(home.settings_file.read_text() + "daemon:\n  idle_minutes: 2\n")
-        yield fake, write_source(root, str(tmp_path / "project"))
-        subprocess.run([*_remem(home), "daemon", "stop"], capture_output=True, timeout=60)
-
-
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_once_the_review_answered_ends_the_command_with_its_status(
-    home: Home, served: tuple[FakeOpenAI, Source], stop: signal.Signals
+    home: Home, fake: FakeOpenAI, source: Source, stop: signal.Signals
 ) -> None:
-    fake, source = served
     fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
     read, write = os.pipe()
     _fill(write)  # the result's first line waits for room: the command is past its review
@@ -68,9 +50,8 @@ def test_a_stop_once_the_review_answered_ends_the_command_with_its_status(
 
 @pytest.mark.parametrize("where", [[], ["--no-daemon"]], ids=["through-the-daemon", "in-process"])
 def test_a_closed_terminal_ends_the_command_129_though_nothing_can_be_written(
-    home: Home, served: tuple[FakeOpenAI, Source], where: list[str]
+    home: Home, fake: FakeOpenAI, source: Source, where: list[str]
 ) -> None:
-    fake, source = served
     fake.reply(slow(8, tool_call(proposal(put("prefer-uv", source.evidence())))))
     command = [*_remem(home), *where, "consolidate", source.id]
     running, master = in_a_terminal(command)
