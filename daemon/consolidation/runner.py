@@ -211,11 +211,13 @@ class Consolidator:
         review = observed.review
         waiting = _Waiting(progress, review)
         try:
-            # The workspace's turn first: a review of another session of it plans on what this
-            # one commits, rather than losing its own to a conflict (decision 0532).
-            # One that ended for good is answered by its receipt alone, and waits for no one.
+            # The workspace's turn: a review of another session of it plans on what this one
+            # commits, rather than losing its own to a conflict (decision 0532). One that ended
+            # for good is answered by its receipt alone, and waits for no one. Its own lock is
+            # taken first, so a run waiting for the turn is seen running: a receipt a killed run
+            # left `running` is never said interrupted while its rerun waits.
             turn = contextlib.nullcontext() if observed.done else self._turn(observed.workspace, waiting)
-            async with turn, self._reviewing(review, waiting):
+            async with self._reviewing(review, waiting), turn:
                 source = await asyncio.to_thread(self._remembered, observed)
                 return await self._review(review, source, route, progress)
         finally:
