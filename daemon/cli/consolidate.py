@@ -12,12 +12,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
 import click
 
 from ..consolidation.receipts import FAILED, INTERRUPTED, SUCCEEDED, now
+from ..home import RECEIPT_NAME
 from ..protocol.consolidation import ConsolidationResult, Receipt, Status
 from ..protocol.memory import HistoryEntry
 from ..protocol.rpc import (
@@ -405,7 +407,9 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
             say(f"    {line}")
     for bad in found.errors:
         say(f"error: {one_line(bad.path)}: {one_line(bad.message)}", err=True)
-    unreadable = f", {len(found.errors)} unreadable" if found.errors else ""
+    # The folder's error of files named in bytes that are not UTF-8 is of no receipt: it counts them.
+    damaged = sum(RECEIPT_NAME.fullmatch(Path(bad.path).name) is not None for bad in found.errors)
+    unreadable = f", {damaged} unreadable" if damaged else ""
     say(f"{len(found.receipts)} receipt(s){unreadable}")
 
 

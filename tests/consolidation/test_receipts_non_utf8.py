@@ -53,3 +53,22 @@ def test_a_file_named_not_utf8_is_no_receipt(home: Home, daemon: bool) -> None:
     finally:
         if daemon:
             assert _remem(home, "daemon", "stop", daemon=True).returncode == 0
+
+
+def test_files_named_not_utf8_are_not_counted_as_unreadable_receipts(home: Home) -> None:
+    """`remem receipts` counted the one error saying such files as an unreadable receipt: a
+    folder of one receipt and two such files ended `1 receipt(s), 1 unreadable`. They are no
+    receipts, and that error counts them itself; damaged receipts are still counted each."""
+    reviewed(home, "session-kept", "a", "2026-01-01T00:00:00Z")
+    folder = home.root / "memory" / "reviews"
+    for review in "bc":
+        (folder / f"{review * 64}.md").write_text("---\nnot: [valid\n")
+    try:
+        for name in (b"a\xff.md", b"b\xfe.md"):
+            (folder / os.fsdecode(name)).touch()
+    except OSError:
+        pytest.skip("this file system refuses names that are not UTF-8")
+    text = _remem(home, "receipts", daemon=False)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[-1] == "1 receipt(s), 2 unreadable", text.stdout
+    assert "2 file(s) named in bytes that are not UTF-8 (a\\xff.md, b\\xfe.md)" in text.stderr
