@@ -293,11 +293,14 @@ class ReceiptStore:
         return sorted(receipts, key=lambda r: (r.createdAt, r.review)), sorted(errors, key=lambda e: e.path)
 
     def misnamed(self) -> ListError | None:
-        """The files of the receipts' folder whose names are not UTF-8, as one error naming how
-        many and the first few (their bytes escaped): no receipt, since remem names each by its
-        review id, so no review state is made unknown by them, but not passed over in silence.
-        `HomeUnusable` as `listing`."""
-        names = [_escaped(n) for n in self._home.names_in(self.folder) if _undecodable(n)]
+        """The files of the receipts' folder named as a receipt is (`.md`, no dotfile) in bytes
+        that are not UTF-8, as one error naming how many and the first few (their bytes escaped):
+        no receipt, since remem names each by its review id, so no review state is made unknown by
+        them, but not passed over in silence. Other names are passed over as UTF-8 ones are (a
+        `notes.txt`, an editor's `.#a.md` lock). `HomeUnusable` as `listing`."""
+        names = [
+            _escaped(n) for n in self._home.names_in(self.folder) if _undecodable(n) and _receipt_like(n)
+        ]
         if not names:
             return None
         first = ", ".join(sorted(names)[:NAMED_FILES])
@@ -373,6 +376,11 @@ def _undecodable(name: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def _receipt_like(name: str) -> bool:
+    """Whether a name is one a receipt could be mistaken for: a Markdown file, not a dotfile."""
+    return name.endswith(".md") and not name.startswith(".")
 
 
 def _escaped(name: str) -> str:

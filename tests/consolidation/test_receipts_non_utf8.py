@@ -72,3 +72,20 @@ def test_files_named_not_utf8_are_not_counted_as_unreadable_receipts(home: Home)
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines()[-1] == "1 receipt(s), 2 unreadable", text.stdout
     assert "2 file(s) named in bytes that are not UTF-8 (a\\xff.md, b\\xfe.md)" in text.stderr
+
+
+def test_only_names_a_receipt_could_have_are_said(home: Home) -> None:
+    """Every file named in bytes that are not UTF-8 was said (`z\\xff.txt`, an editor's lock),
+    where UTF-8 ones not named as a receipt (`notes.txt`, `.#a.md`) are passed over: only a
+    Markdown file that is no dotfile, which could be taken for a receipt, is said."""
+    reviewed(home, "session-kept", "a", "2026-01-01T00:00:00Z")
+    folder = home.root / "memory" / "reviews"
+    try:
+        for name in (b"z\xff.txt", b".#\xfe.md", b"c\xff.md"):
+            (folder / os.fsdecode(name)).touch()
+    except OSError:
+        pytest.skip("this file system refuses names that are not UTF-8")
+    done = _remem(home, "receipts", "--json", daemon=False)
+    assert done.returncode == 0, done.stderr
+    [error] = json.loads(done.stdout)["errors"]
+    assert error["message"].startswith("1 file(s) named in bytes that are not UTF-8 (c\\xff.md) "), error
