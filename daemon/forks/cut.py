@@ -46,13 +46,13 @@ def check_anchor(session: str, at: int, last: int, *, lines: bool) -> None:
     """Refuse an `--at` that names nothing in the session: no event of a DSH log (0 to `last`),
     no line of a Claude Code or Codex file (1 to `last`). DSH's Host takes one past the end for
     its last turn; a mistyped anchor forking a child no one asked for is worse (decision 0536)."""
-    first, unit = (1, "lines") if lines else (0, "events")
+    first, unit, one = (1, "lines", "a line") if lines else (0, "events", "an event")
     if first <= at <= last:
         return
     held = f"its {unit} are {first}-{last}" if last >= first else f"it has no {unit[:-1]} yet"
     raise OperationError(
         "INVALID_ANCHOR",
-        f"--at {at} is no {unit[:-1]} of {session}: {held}; give one of the turn to branch after "
+        f"--at {at} is no {unit[:-1]} of {session}: {held}; give {one} of the turn to branch after "
         f"(`remem sessions turns {session}`), or leave --at out to branch after the last ended turn",
     )
 

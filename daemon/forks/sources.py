@@ -229,8 +229,11 @@ def _turn_at(catalog: SessionCatalog, entry: Entry, line: int) -> int:
     what it is (`OPEN_TURN`, or `INVALID` in a Claude Code subagent's file), not as an address
     in no turn."""
     projection = catalog.projection(entry.summary.id)
-    check_anchor(entry.summary.id, line, projection.lastSeq, lines=True)
     turns = projection.turns
+    # `lastSeq` counts newlines; a complete last line without one is numbered too, and may end
+    # a turn (the editor anchors a fork at its `forkAt`).
+    numbered = max([projection.lastSeq, *(turn.endSeq for turn in turns if turn.endSeq is not None)])
+    check_anchor(entry.summary.id, line, numbered, lines=True)
     for turn, after in zip(turns, [*turns[1:], None], strict=True):
         last = turn.endSeq if turn.endSeq is not None else (after.startSeq - 1 if after else line)
         if turn.startSeq <= line <= last:

@@ -4,6 +4,7 @@ Code or Codex file, is refused naming the range there is, and no child is made (
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,22 @@ def test_an_anchor_past_the_sessions_end_is_refused_naming_the_range(
     assert (done.returncode, done.stdout) == (2, ""), done
     assert done.stderr == (
         f"remem: INVALID_ANCHOR: --at {at} is no {'event' if form == 'dsh' else 'line'} of {session}: "
-        f"{held}; give one of the turn to branch after (`remem sessions turns {session}`), or leave "
+        f"{held}; give {'an event' if form == 'dsh' else 'a line'} of the turn to branch after "
+        f"(`remem sessions turns {session}`), or leave "
         "--at out to branch after the last ended turn\n"
     )
     assert sorted(roots[form].rglob("*")) == files  # no child
+
+
+def test_a_claude_code_files_last_line_without_a_newline_is_an_anchor(home: Home, tmp_path: Path) -> None:
+    """The reader numbers a complete last line its harness has not ended with a newline, and a
+    turn may end there: `turns` ends a turn there, so the fork takes it."""
+    root = build_roots(tmp_path)["claude-code"]
+    (path,) = root.rglob(f"{SID}.jsonl")
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    lines = path.read_bytes().count(b"\n") + 1
+    listed = remem(home, "sessions", "turns", SID, "--root", str(root), "--json")
+    assert json.loads(listed.stdout)["turns"][-1]["endSeq"] == lines, listed
+    done = remem(home, "sessions", "fork", SID, "--at", str(lines), "--root", str(root), "--json")
+    assert done.returncode == 0, done
+    assert json.loads(done.stdout)["forkTurn"] == len(json.loads(listed.stdout)["turns"])
