@@ -343,6 +343,9 @@ class SessionCatalog:
         self.published = PublishedLogs(home)
         self._own_root = f"{home.sessions}{os.sep}"
         self.memo = memo
+        # A live Claude Code file's turns by path, with the revision they were read at: the
+        # index keeps a quiet file's, whose last turn ends past its answer (decision 0535).
+        self._live_turns: dict[str, tuple[str, list[TurnSummary]]] = {}
         self.cold_reads = cold_reads
         self.key_variables = frozenset(key_variables)
         # The daemon's catalogs (one per request) share the memo's; a kept catalog has its own.
@@ -874,22 +877,27 @@ class SessionCatalog:
         return state.projection.model_copy(update={"turns": self.index.turns(entry.row.path)})
 
     def _harness_turns(self, entry: Entry) -> list[TurnSummary]:
-        """A Claude Code or Codex file's turns: the index's, or read from the file the first
-        time they are asked for (a listing does not store them) and kept if it is unchanged.
-        A live Claude Code file's are not kept: its last turn ends further on once the file is
-        no longer written at the same revision (decision 0535), which a kept row would hide."""
+        """A Claude Code or Codex file's turns: kept, or read from the file the first time they
+        are asked for (a listing does not store them) and kept while it is unchanged. A Claude
+        Code file's last turn ends further on once no harness writes it (decision 0535), so its
+        turns are kept apart while it is live, and the index keeps only those read quiet: turns
+        and a fork (`stopped=not live`) then end it at the same line."""
         row = entry.row
-        stored = self.index.turns(row.path)
-        if len(stored) == row.turns:
+        live = row.format == "claude-code" and entry.summary.live
+        kept = self._live_turns.get(row.path) if live else self._live_turns.pop(row.path, None)
+        if live and kept is not None and kept[0] == row.revision:
+            return kept[1]
+        if not live and len(stored := self.index.turns(row.path)) == row.turns:
             return stored
-        stopped = not entry.summary.live
         try:
             turns, revision = file_turns(
-                row.format, entry.path, root=self._root_for(row.path), listed=row.revision, stopped=stopped
+                row.format, entry.path, root=self._root_for(row.path), listed=row.revision, stopped=not live
             )
         except (OSError, LineTooLong) as exc:
             raise SessionNotFound(f"session {row.id!r} {unreadable(exc, row.path)}") from None
-        if stopped or row.format != "claude-code":
+        if live:
+            self._live_turns[row.path] = (revision, turns)
+        else:
             self.index.put_turns(row.path, revision, turns)
         return turns
 

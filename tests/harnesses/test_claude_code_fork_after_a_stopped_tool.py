@@ -27,6 +27,7 @@ from remem.daemon.cli import cli
 from remem.daemon.home import Home
 from tests.waiting import wait_until
 
+from ..sessions.claude_processes import a_process, pid_record, write_pid_file
 from .claude import ClaudeCode
 from .fake_anthropic import FakeAnthropic, hang, text, tool_uses
 from .requests import comparable
@@ -188,6 +189,14 @@ def test_the_default_fork_of_a_quiet_session_killed_past_its_tool_call_keeps_the
             ("killed question", "completed"),
         ]
         assert turns[1]["endSeq"] == (said if live else result)
+        if not live:  # unchanged, but a Claude Code process runs it again: its turn may go on
+            with a_process() as process:
+                pid_file = write_pid_file(
+                    cc.config_dir, process.pid, pid_record(process.pid, parent.session_id)
+                )
+                again = remem(home, root, "turns", parent.session_id)["turns"]
+            pid_file.unlink()
+            assert again[1]["endSeq"] == said
         made = remem(home, root, "fork", parent.session_id, "--op-id", "op-default")
         if live:
             return
