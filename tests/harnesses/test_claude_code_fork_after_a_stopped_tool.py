@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from remem.daemon.cli import cli
+from remem.daemon.consolidation.harness_evidence import project_harness
 from remem.daemon.home import Home
 from tests.waiting import wait_until
 
@@ -181,6 +182,9 @@ def test_the_default_fork_of_a_quiet_session_killed_past_its_tool_call_keeps_the
         (call,), (result,) = _lines(parent.transcript, "tool_use"), _lines(parent.transcript, "tool_result")
         said = max(n for n in _lines(parent.transcript, "text") if n < call)  # "let me read"
         assert said < call < result
+
+        evidence = project_harness("claude-code", parent.transcript.name, parent.transcript.read_bytes())
+        assert [t.stopped for t in evidence.turns] == [False, True]  # its "let me read" no answer
 
         root = cc.projects
         turns = remem(home, root, "turns", parent.session_id)["turns"]

@@ -1617,7 +1617,7 @@ def evidence_turns(data: bytes, name: str) -> tuple[TurnText, ...]:
     `start` and `end` are moved to the lines kept (from the first of them said or summarised to
     its end, or, when its answer came before the boundary, to the last of them), and its tools
     are those called after the boundary, so its range names only lines whose text is shown."""
-    parsed = _parse(data, name)
+    parsed = _parse(data, name, stopped=True)  # a review only takes sessions no longer live
     path, turns, graph = parsed.path, parsed.transcript.turns, parsed.graph
     prompts = graph.prompts
     place = {line.number: at for at, line in enumerate(path)}
@@ -1828,6 +1828,9 @@ def _turn(
     # one of its calls left them off the path): the turn ends at the last of them.
     last = max((last, *side.placed.get(last.record.uuid, ())), key=attrgetter("number"))
     waiting = unanswered and not followed and not closed
+    # Killed past its answer: its calls and their results said after its text, and nothing
+    # wrote that it stopped. Ended, but its text is no final answer, as under a noted stop.
+    killed = stopped and not (followed or closed) and answer is not None and talked.number > answer.number
     status: TurnStatus = "aborted" if interrupted else "open" if dangling or waiting else "completed"
     if errored and status == "completed":
         status = "error"
@@ -1849,7 +1852,7 @@ def _turn(
         answer=answer_text,
         tools=tuple(ToolCall(name, call, results.get(call)) for call, name in calls.items()),
         compacted=compacted,
-        cut_short=noted is not None,
+        cut_short=noted is not None or killed,
     )
 
 

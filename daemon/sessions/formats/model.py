@@ -122,8 +122,9 @@ class Turn(msgspec.Struct, frozen=True):
     tools: tuple[ToolCall, ...]
     compacted: bool = False  # a compaction summary stands in for earlier context within this turn
     text: str = ""  # the prompt whole, as the transcript shows it
-    # The harness noted it stopped the turn before the model finished (Claude Code's
-    # `--max-turns` note): ended, so `completed`, but its text is no final answer.
+    # The turn was stopped before the model finished (Claude Code's `--max-turns` note, or a
+    # kill once its tools had run past its text): ended, so `completed`, but its text is no
+    # final answer.
     cut_short: bool = False
 
 
