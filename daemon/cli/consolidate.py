@@ -36,6 +36,7 @@ from ..protocol.rpc import (
     SelectModelParams,
     TurnRow,
 )
+from ..protocol.sessions import INTERRUPTED_WHY
 from ..validation import one_line
 from .arguments import NON_EMPTY
 from .backend import Backend
@@ -367,7 +368,7 @@ def _stop_in_daemon(backend: Backend, params: ConsolidateParams, status: int) ->
 
 # A review its receipt says is under way, which no run holds.
 _STOPPED = (
-    "stopped without finishing (its receipt says {status}; the process running it was killed): "
+    f"stopped without finishing (its receipt says {{status}}; {INTERRUPTED_WHY}): "
     "`remem consolidate {session}` reviews the session again"
 )
 

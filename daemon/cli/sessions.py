@@ -27,7 +27,15 @@ from ..protocol.rpc import (
     TranscriptParams,
     TurnRow,
 )
-from ..protocol.sessions import OPEN, ROLLED_BACK, ListError, ReviewState, SessionFormat, unread_sessions
+from ..protocol.sessions import (
+    INTERRUPTED_WHY,
+    OPEN,
+    ROLLED_BACK,
+    ListError,
+    ReviewState,
+    SessionFormat,
+    unread_sessions,
+)
 from ..sessions.harness_homes import looked_in
 from ..sessions.sources import HARNESS_NAMES, Root, all_roots, named_roots, unique_roots
 from ..validation import one_line
@@ -165,8 +173,8 @@ def say_interrupted(reviews: Iterable[ReviewState]) -> None:
     stopped = sum(review.state == "interrupted" for review in reviews)
     if stopped:
         say(
-            f"{stopped} review(s) [interrupted]: stopped without finishing (the process running it "
-            "was killed); `remem consolidate SESSION` reviews the session again"
+            f"{stopped} review(s) [interrupted]: stopped without finishing ({INTERRUPTED_WHY}); "
+            "`remem consolidate SESSION` reviews the session again"
         )
 
 

@@ -324,10 +324,10 @@ class ReceiptStore:
 
     def interrupted(self, receipts: Iterable[Receipt]) -> frozenset[str]:
         """The reviews among `receipts` (as `listing` read them) whose receipt says they are under
-        way but which no run holds: stopped without finishing (killed, crashed), until a run of
-        their session reviews them again. Nothing is written or made: a lock file is only looked
-        at. A receipt rewritten since it was read is passed over (still pending): a run may have
-        ended it, and let its lock go, between the read and the look."""
+        way but which no run holds: stopped without finishing (killed, or its end unwritten),
+        until a run of their session reviews them again. Nothing is written or made: a lock file
+        is only looked at. A receipt rewritten since it was read is passed over (still pending): a
+        run may have ended it, and let its lock go, between the read and the look."""
         return frozenset(r.review for r in receipts if r.status in IN_FLIGHT and self._unheld(r))
 
     def _unheld(self, receipt: Receipt) -> bool:

@@ -28,7 +28,7 @@ class RecordRow(Health):
 
 class ReceiptRow(BaseModel):
     review: str
-    status: str  # the receipt's, or `interrupted`: under way, but no run holds it (killed)
+    status: str  # the receipt's, or `interrupted`: under way, no run holding it (`sessions.INTERRUPTED_WHY`)
     session: str
     title: str | None
     changes: int

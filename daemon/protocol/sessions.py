@@ -23,11 +23,17 @@ NodeKind = Literal["root", "fork", "subagent", "branch"]
 NodeFlag = Literal["orphan", "cycle", "duplicate", "inferred", "inline"]
 
 
+# Why a review is `interrupted`, as the CLI says it. Not only a kill: a run whose write the disk
+# refused (its worker session, its receipt's end) leaves the receipt under way for the next run
+# to close, and lets its lock go as it ends.
+INTERRUPTED_WHY = "its process was killed or could not record its end"
+
+
 class ReviewState(BaseModel):
     """Whether a session's current content was consolidated (filled in from the receipts);
     `unknown` when the receipts could not be read (the listing's `reviews` error says why);
-    `interrupted` when its receipt says under way but no run holds the review (killed: run it
-    again)."""
+    `interrupted` when its receipt says under way but no run holds the review
+    (`INTERRUPTED_WHY`: run it again)."""
 
     model_config = ConfigDict(frozen=True)
 

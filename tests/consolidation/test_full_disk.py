@@ -141,3 +141,17 @@ def test_a_review_whose_workspace_the_disk_refuses_after_global_says_so_and_fini
     [receipt] = ReceiptStore(home).all()
     assert receipt.status is Status.COMMITTED and fake.count == 1  # finished without the model
     assert [r.name for r in store.read_workspace(workspace).records] == ["mine", "prefer-uv"]
+
+
+def test_a_review_whose_worker_session_the_disk_refused_is_said_interrupted_not_killed(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    """A refused first write of the worker session leaves the attempt `running` for the next
+    run to close, and the run lets its lock go as it ends: readers say it interrupted. They said
+    its process was killed, which nothing did."""
+    fake.reply(answer(source))
+    assert consolidate(home, source.id, limit=2048).returncode == 1
+    listed = remem(home, "--no-daemon", "sessions", "list", "--cwd", source.cwd)
+    receipts = remem(home, "--no-daemon", "receipts")
+    for said in (listed.stdout, receipts.stdout):
+        assert "interrupted" in said and "its process was killed or could not record its end" in said, said

@@ -60,7 +60,8 @@ export const TRANSCRIPT_SCHEME = 'remem-session';
 export const HISTORY_SCHEME = 'remem-history';
 
 /** `unknown`: the review receipts could not be read (the tree's `reviews` error says why);
- * `interrupted`: its receipt says under way, but no run holds the review (its process was killed). */
+ * `interrupted`: its receipt says under way, but no run holds the review (its process was killed
+ * or could not record its end). */
 export type ReviewStateName = 'never' | 'consolidated' | 'no-change' | 'failed' | 'pending' | 'interrupted' | 'changed' | 'unknown';
 
 /** The daemon gives an object; a bare string is accepted as the state for robustness. */
