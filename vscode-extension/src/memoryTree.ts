@@ -71,7 +71,7 @@ export function receiptNode(receipt: ReceiptSummary, nowMs: number): MemoryNode 
     id: `receipt:${receipt.review}`,
     label: receiptTitle(receipt),
     description: receiptDescription(receipt, nowMs),
-    tooltip: `Review ${receipt.review}\nSession ${receipt.session}\n${receipt.path}`,
+    tooltip: `Review ${receipt.review}\nSession ${receipt.session}\n${receipt.path}${receiptNote(receipt)}`,
     icon: receiptIcon(receipt.status),
     path: receipt.path,
     review: receipt.review,
@@ -81,12 +81,24 @@ export function receiptNode(receipt: ReceiptSummary, nowMs: number): MemoryNode 
 const ENDED_WELL = new Set(['committed', 'no-change']); // a cancel ended as the user asked, drawn apart
 const IN_FLIGHT = new Set(['prepared', 'running', 'proposed', 'committing']);
 
-/** Receipt statuses as the daemon names them; anything else is a final failure, but a cancel is the user's. */
+/** Receipt statuses as the daemon names them; anything else is a final failure, but a cancel is the
+ * user's, and an interrupted review (no run holds it) failed nothing: it is only to be run again. */
 function receiptIcon(status: string): ItemIcon {
   if (ENDED_WELL.has(status)) return VALID;
   if (IN_FLIGHT.has(status)) return { id: 'loading' };
   if (status === 'cancelled') return { id: 'circle-slash' };
+  if (status === 'interrupted') return { id: 'warning', color: 'list.warningForeground' };
   return INVALID;
+}
+
+/** What an interrupted review's row says below its file: why, and how to run it again. */
+function receiptNote(receipt: ReceiptSummary): string {
+  if (receipt.status !== 'interrupted') return '';
+  return (
+    '\n\nStopped without finishing: its process was killed or could not record its end. ' +
+    `${CommandTitles.consolidateSession} on the session (Session Branches), or ` +
+    `\`remem consolidate ${receipt.session}\`, reviews it again.`
+  );
 }
 
 /** Click: Consolidate Session, of this folder's sessions: how a workspace's memory begins. */

@@ -79,6 +79,17 @@ test('an untitled session\'s receipt is named as its picker names it, the whole 
   assert.match(row.kind === 'file' ? row.tooltip : '', /\nSession session-12345678-aaaa\n/);
 });
 
+test('an interrupted review\'s receipt is a warning, not a failure, its tooltip saying how to run it again', () => {
+  const stopped = { ...OVERVIEW.receipts[0], status: 'interrupted' };
+  const [, , receipts] = memoryNodes({ ...OVERVIEW, receipts: [stopped] }, AT_PROJ, NOW);
+  const [row] = receipts.kind === 'section' ? receipts.children : [];
+  assert.equal(row.kind, 'file');
+  if (row.kind !== 'file') return;
+  assert.deepEqual(row.icon, { id: 'warning', color: 'list.warningForeground' });
+  assert.match(row.tooltip, /^Stopped without finishing: its process was killed or could not record its end\. /m);
+  assert.match(row.tooltip, /Consolidate Session on the session \(Session Branches\), or `remem consolidate s1`, reviews it again\.$/);
+});
+
 test('an empty workspace and no receipts say so instead of showing nothing', () => {
   const empty: MemoryOverview = {
     global: { path: '/g', valid: true, problems: 0 },
