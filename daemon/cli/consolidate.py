@@ -73,7 +73,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     A review already done returns its receipt without calling the model again."""
     from ..consolidation.changes import PHASE_WORDS
 
-    heard: list[int] = []  # the stops this run heard: none, a Ctrl-C's exit
+    stops = _Stops(backend, session_id)
 
     def show_progress(method: str, params: dict[str, Any]) -> None:
         if method == "consolidation/progress" and params.get("session") == session_id and not as_json:
@@ -87,34 +87,28 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     # A receipt completed before this moment is an earlier review's, returned as it was: the
     # answer does not say so, and receipts are stamped by this machine's clock too.
     asked_at = now()
-    with _stops_as_ctrl_c(heard), _ended_by_stops(heard, session_id):
+    with _stops_as_ctrl_c(stops), _ended_by_stops(stops):
         try:
-            result = backend.api(listener=show_progress, stops=heard).consolidate(params)
+            result = backend.api(listener=show_progress, stops=stops.heard).consolidate(params)
         except RpcError as exc:
             _refused(exc, as_json, backend, session_id)
         except KeyboardInterrupt:
             if not backend.use_daemon:  # before or after the review: a review under way is cancelled
                 raise
-            _stop_in_daemon(backend, params, _interrupted_status(heard))
+            _stop_in_daemon(stops, params)
+        stops.result = result
         if as_json:
             emit_json(result)
         else:
             _say_result(backend, result, asked_at)
-        if result.status is Status.CANCELLED and not backend.use_daemon:
-            sys.exit(_interrupted_status(heard))  # in this process only a stop cancels
-        sys.exit(_EXIT.get(result.status, EXIT_PROBLEMS if result.status in FAILED else 0))
+        stops.exiting = True
+        sys.exit(stops.status())
 
 
 def _say_result(backend: Backend, result: ConsolidationResult, asked_at: str) -> None:
     """The run's outcome, then the changes it committed, the history entries they made and how
     to undo them, and whether it was an earlier review's."""
-    again = " (recovered after a crash)" if result.recovered else ""
-    changes = f", {result.changes} change(s)" if result.changes else ""
-    why = result.reason
-    said = f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}"
-    if result.repeats is not None:
-        said += f"; its evidence is what review {result.repeats} read, so no model was asked"
-    say(said if why is None else f"{said}: {one_line(why)}")
+    say(_outcome(result))
     read = _receipt_and_turns(backend, result.review) if result.status in SUCCEEDED else None
     if read is None:
         return
@@ -127,6 +121,16 @@ def _say_result(backend: Backend, result: ConsolidationResult, asked_at: str) ->
         say(line)
     if receipt.completedAt is not None and receipt.completedAt < asked_at:
         say(_earlier_said(receipt, logs))
+
+
+def _outcome(result: ConsolidationResult) -> str:
+    """The run's outcome in one line: "committed, 1 change(s) — review R, attempt 1"."""
+    again = " (recovered after a crash)" if result.recovered else ""
+    changes = f", {result.changes} change(s)" if result.changes else ""
+    said = f"{result.status.value}{changes}{again} — review {result.review}, attempt {result.attempt}"
+    if result.repeats is not None:
+        said += f"; its evidence is what review {result.repeats} read, so no model was asked"
+    return said if result.reason is None else f"{said}: {one_line(result.reason)}"
 
 
 def _changes_said(backend: Backend, receipt: Receipt | str, turns: dict[str, list[TurnRow]]) -> list[str]:
@@ -305,26 +309,65 @@ def _receipt_and_turns(backend: Backend, review: str) -> tuple[Receipt, list[Tur
     return view.receipt, view.turns
 
 
+@dataclass
+class _Stops:
+    """The stops a `remem consolidate` heard (none: a Ctrl-C's exit), and what one ends it with:
+    the review's outcome once it answered (`result`), nothing new once its exit is under way."""
+
+    backend: Backend
+    session: str
+    heard: list[int] = field(default_factory=list)
+    result: ConsolidationResult | None = None
+    exiting: bool = False
+
+    def status(self) -> int:
+        """The command's exit status: once the review answered, its outcome's (a stop then only
+        cut what was left to print, decision 0540); before, 128 + the first stop's signal."""
+        if self.result is None or (self.result.status is Status.CANCELLED and not self.backend.use_daemon):
+            return _interrupted_status(self.heard)  # in this process only a stop cancels
+        return _EXIT.get(self.result.status, EXIT_PROBLEMS if self.result.status in FAILED else 0)
+
+    def end(self, line: str | None = None) -> NoReturn:
+        """End the command on a stop, saying `line`, by default what became of the review."""
+        self.exiting = True
+        say_stopped(line or self._stopped(), self.status())
+
+    def _stopped(self) -> str:
+        if self.result is None:
+            return f"remem: interrupted (remem receipts --session {self.session} shows any review it began)"
+        how = " and how to undo it" if self.result.status is Status.COMMITTED else ""
+        return (
+            f"remem: stopped once the review had ended: {_outcome(self.result)} "
+            f"(remem receipts --session {self.session} shows it{how})"
+        )
+
+
 @contextlib.contextmanager
-def _stops_as_ctrl_c(heard: list[int]) -> Iterator[None]:
+def _stops_as_ctrl_c(stops: _Stops) -> Iterator[None]:
     """SIGTERM (`kill`, `timeout`, a CI runner cancelling) and SIGHUP (the terminal closed) heard
-    as Ctrl-C is, each appended to `heard`: as a KeyboardInterrupt, even while SIGINT is ignored
-    (`cmd &` in a script), until the command exits, its result said too (`_ended_by_stops`).
-    While a run goes on in this process, it hears every stop itself and cancels (`Backend.api`'s
-    `stops`). Killed by
-    them, the client left the daemon's review to commit, or its own review half recorded, after
-    the user walked away (decision 0528). A stop the process was started ignoring (`nohup`'s
-    SIGHUP) stays ignored."""
+    as Ctrl-C is, each stop appended to `stops.heard`: as a KeyboardInterrupt, even while SIGINT
+    is ignored (`cmd &` in a script), until the command exits. While a run goes on in this
+    process, it hears every stop itself and cancels (`Backend.api`'s `stops`). Killed by them,
+    the client left the daemon's review to commit, or its own review half recorded, after the
+    user walked away (decision 0528). A stop the process was started ignoring (`nohup`'s SIGHUP)
+    stays ignored. Once the review answered, or after a first stop, a stop ends the command
+    where it is (`_Stops.end`); once its exit is under way it changes nothing: raised, the top
+    level said it "remem: interrupted", 130, whatever the exit was."""
 
     def as_ctrl_c(signum: int, frame: FrameType | None) -> None:
-        heard.append(signum)
-        handler = signal.getsignal(signal.SIGINT)
-        if not callable(handler):  # SIGINT ignored: the stop is heard all the same
-            handler = signal.default_int_handler
-        handler(signal.SIGINT, frame)
+        stops.heard.append(signum)
+        if stops.exiting:
+            return
+        if stops.result is not None or len(stops.heard) > 1:
+            stops.end()
+        raise KeyboardInterrupt
 
-    stops = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) == signal.SIG_DFL]
-    before = {s: signal.signal(s, as_ctrl_c) for s in stops}
+    heeded = {
+        signal.SIGINT: signal.default_int_handler,
+        signal.SIGTERM: signal.SIG_DFL,
+        signal.SIGHUP: signal.SIG_DFL,
+    }
+    before = {s: signal.signal(s, as_ctrl_c) for s, usual in heeded.items() if signal.getsignal(s) == usual}
     try:
         yield
     finally:
@@ -333,21 +376,21 @@ def _stops_as_ctrl_c(heard: list[int]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _ended_by_stops(heard: list[int], session: str) -> Iterator[None]:
-    """A stop the run did not take as its cancel ends the command, 128 + its signal: in this
-    process one before or after the review, through the daemon one once the review answered or
-    while the first stop's cancel is sent. The receipt says what became of the review; what was
-    left to print of it is not worth the wait of a user who gave up (decision 0540). Once a stop
-    is heard, output that cannot be written (a closed terminal's EIO) ends it so too, quietly."""
+def _ended_by_stops(stops: _Stops) -> Iterator[None]:
+    """A stop the run did not take as its cancel ends the command: in this process one before
+    the review, through the daemon one while the first stop's cancel is sent (`_Stops.end`).
+    What was left to print is not worth the wait of a user who gave up (decision 0540). Once a
+    stop is heard, output that cannot be written (a closed terminal's EIO) ends it so too,
+    quietly."""
     try:
         yield
     except KeyboardInterrupt:
-        shows = f"remem receipts --session {session} shows any review it began"
-        say_stopped(f"remem: interrupted ({shows})", _interrupted_status(heard))
+        stops.end()
     except OutputUnwritable:
-        if not heard:
+        if not stops.heard:
             raise
-        exit_silenced(_interrupted_status(heard))
+        stops.exiting = True
+        exit_silenced(stops.status())
 
 
 def _interrupted_status(heard: list[int]) -> int:
@@ -356,14 +399,12 @@ def _interrupted_status(heard: list[int]) -> int:
     return 128 + heard[0] if heard else EXIT_INTERRUPTED
 
 
-def _stop_in_daemon(backend: Backend, params: ConsolidateParams, status: int) -> NoReturn:
+def _stop_in_daemon(stops: _Stops, params: ConsolidateParams) -> NoReturn:
     """Ctrl-C (or SIGTERM, SIGHUP) ends this process, not the daemon's review: that is asked to
     stop too, or it would commit after the user gave up on it."""
-    if backend.api().cancel_consolidation(params).cancelled:
-        say_stopped("remem: interrupted; the daemon cancelled the review", status)
-    say_stopped(
-        f"remem: interrupted; the review had ended (remem receipts --session {params.session})", status
-    )
+    if stops.backend.api().cancel_consolidation(params).cancelled:
+        stops.end("remem: interrupted; the daemon cancelled the review")
+    stops.end(f"remem: interrupted; the review had ended (remem receipts --session {params.session})")
 
 
 # A review its receipt says is under way, which no run holds.

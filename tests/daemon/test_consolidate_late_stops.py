@@ -1,10 +1,12 @@
-"""A stop that reaches `remem consolidate` once its review has answered (or while the first
-stop's cancel is sent) ends the command with the stop's status, 128 + the signal, and one line
-saying where the review's receipt is; a closed terminal, whose writes all fail after its
-SIGHUP (EIO), ends it 129 all the same (decision 0540).
+"""A stop that reaches `remem consolidate` once its review has answered ends the command at
+once with the review's own status, one line saying its outcome and where its receipt is; a
+closed terminal, whose writes all fail after its SIGHUP (EIO), ends a review it cancelled 129
+all the same (decision 0540 and its addendum).
 
 Through the daemon such a SIGTERM or SIGHUP killed the command outright (-15, -1 to its
-parent); a closed terminal's lines failed it with "the output could not be written", exit 1."""
+parent); then it ended 128 + the signal saying "interrupted", as a cancelled review does, for
+a review that had committed; a closed terminal's lines failed it with "the output could not be
+written", exit 1."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_a_stop_once_the_review_answered_ends_the_command_with_its_status(
+def test_a_stop_once_the_review_answered_says_its_outcome_and_ends_with_its_status(
     home: Home, fake: FakeOpenAI, source: Source, stop: signal.Signals
 ) -> None:
     fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
@@ -38,14 +40,38 @@ def test_a_stop_once_the_review_answered_ends_the_command_with_its_status(
             [*_remem(home), "consolidate", source.id], stdout=write, stderr=subprocess.PIPE, text=True
         ) as running:
             os.close(write)
-            wait_until(lambda: _writing_to_a_pipe(running.pid), what="the command to write its result")
+            wait_until(lambda: _writing_to(running.pid, 1), what="the command to write its result")
             running.send_signal(stop)
             _, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
     finally:
         os.close(read)
-    shows = f"remem: interrupted (remem receipts --session {source.id} shows any review it began)\n"
-    assert (running.returncode, err.endswith(shows), "Traceback" in err) == (128 + stop, True, False), err
-    assert _receipt_status(home) == "committed"
+    assert (running.returncode, err.endswith(_committed(home, source)), "Traceback" in err) == (
+        0,
+        True,
+        False,
+    ), err
+
+
+def test_a_stop_while_the_first_one_is_said_changes_neither_the_line_nor_the_status(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    read, write = os.pipe()
+    said, saying = os.pipe()
+    _fill(write)
+    with subprocess.Popen([*_remem(home), "consolidate", source.id], stdout=write, stderr=saying) as running:
+        os.close(write)
+        wait_until(lambda: _writing_to(running.pid, 1), what="the command to write its result")
+        _fill(saying)  # the first stop's line waits for room too
+        running.send_signal(signal.SIGTERM)
+        wait_until(lambda: _writing_to(running.pid, 2), what="the command to say it was stopped")
+        running.send_signal(signal.SIGTERM)
+        os.close(saying)
+        with os.fdopen(said, "rb") as err:
+            text = err.read().replace(b"\0", b"").decode()
+        running.wait(timeout=60)  # a hang guard, not a speed assertion
+    os.close(read)
+    assert (running.returncode, text.endswith(_committed(home, source))) == (0, True), text
 
 
 @pytest.mark.parametrize("where", [[], ["--no-daemon"]], ids=["through-the-daemon", "in-process"])
@@ -74,12 +100,25 @@ def _fill(write: int) -> None:
     os.set_blocking(write, True)
 
 
-def _writing_to_a_pipe(pid: int) -> bool:
-    """Whether process `pid` waits for room in a pipe, as the kernel says where it sleeps."""
+def _writing_to(pid: int, fd: int) -> bool:
+    """Whether process `pid` waits for room in the pipe its file descriptor `fd` writes to, as
+    the kernel says where it sleeps and in which call (its first argument: the descriptor)."""
     try:
-        return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text()
+        call = Path(f"/proc/{pid}/syscall").read_text().split()
+        return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text() and call[1:2] == [hex(fd)]
     except OSError:  # exited meanwhile: the wait failed, as the test then says
         return False
+
+
+def _committed(home: Home, source: Source) -> str:
+    """The line a stop once the review committed ends the command with."""
+    listed = subprocess.run([*_remem(home), "receipts", "--json"], capture_output=True, text=True)
+    [receipt] = json.loads(listed.stdout)["receipts"]
+    assert receipt["status"] == "committed"
+    return (
+        f"remem: stopped once the review had ended: committed, 1 change(s) — review {receipt['review']}, "
+        f"attempt 1 (remem receipts --session {source.id} shows it and how to undo it)\n"
+    )
 
 
 def _receipt_status(home: Home) -> str:
