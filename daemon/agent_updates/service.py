@@ -101,6 +101,7 @@ class ScopeBusy(Exception):
     `--no-daemon` command writes under) for `LOCK_WAIT_SECONDS`: nothing was written."""
 
     def __init__(self, lock: Path) -> None:
+        self.lock = lock
         super().__init__(
             f"another remem process writing this memory has held {lock} for over "
             f"{LOCK_WAIT_SECONDS:.0f} s (it is stopped or stuck, a `--no-daemon` command suspended "
@@ -109,11 +110,12 @@ class ScopeBusy(Exception):
 
 
 @contextmanager
-def _bounded_lock_waits() -> Iterator[None]:
-    """Within the block, a take of a scope's lock waits `LOCK_WAIT_SECONDS` at most, then
-    raises ScopeBusy: an agent's call, or the daemon's start, never waits on a holder for good."""
+def bounded_lock_waits(within: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
+    """Within the block, a take of a scope's lock waits `within` seconds at most, then raises
+    ScopeBusy: an agent's call, a read a harness waits on, or the daemon's start, never waits
+    on a holder for good."""
     try:
-        with lock_waits_at_most(LOCK_WAIT_SECONDS):
+        with lock_waits_at_most(within):
             yield
     except ScopeLockBusy as exc:
         raise ScopeBusy(exc.path) from None
@@ -285,7 +287,7 @@ class AgentUpdates:
         """Global and the workspace as an agent loads them; no text when `known` is current.
         ScopeBusy, like `index` and `record`, when another process holds a scope's lock past
         `LOCK_WAIT_SECONDS`."""
-        with _bounded_lock_waits():
+        with bounded_lock_waits():
             global_memory = self.cache.global_snapshot()
             snapshot = self.cache.workspace_snapshot(workspace)
         answer = self._reply(workspace, global_memory, snapshot, known, render=True)
@@ -293,7 +295,7 @@ class AgentUpdates:
         return answer
 
     def index(self, workspace: WorkspaceId) -> AgentIndexResult:
-        with _bounded_lock_waits():
+        with bounded_lock_waits():
             snapshot = self.cache.workspace_snapshot(workspace)
         entries = [
             AgentIndexEntry(name=r.name, description=r.description, type=r.type) for r in snapshot.records
@@ -301,7 +303,7 @@ class AgentUpdates:
         return AgentIndexResult(records=entries)
 
     def record(self, workspace: WorkspaceId, name: str) -> AgentRecordResult:
-        with _bounded_lock_waits():
+        with bounded_lock_waits():
             snapshot = self.cache.workspace_snapshot(workspace)
         return AgentRecordResult(record=next((r for r in snapshot.records if r.name == name), None))
 
@@ -313,15 +315,15 @@ class AgentUpdates:
             return self._update_locked(update, agent)
 
     @contextmanager
-    def _agent_lock(self, scope: str) -> Iterator[None]:
+    def _agent_lock(self, scope: str, within: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
         """The scope's agent lock, and every scope's lock taken under it, each waited for
-        `_bounded_lock_waits`."""
+        `within` seconds at most (`bounded_lock_waits`)."""
         lock = self.trail.lock_path(scope)
-        held = bounded_file_lock(lock, within=LOCK_WAIT_SECONDS)
+        held = bounded_file_lock(lock, within=within)
         if held is None:
             raise ScopeBusy(lock)
         try:
-            with _bounded_lock_waits():
+            with bounded_lock_waits(within):
                 yield
         finally:
             held.release()
@@ -405,10 +407,11 @@ class AgentUpdates:
         return self.trail.pending_scopes()
 
     def settle(self, scope: str) -> None:
-        """Finish the intent a dead writer left for `scope`, under its agent lock; ScopeBusy
-        when another process holds a lock of the scope past `LOCK_WAIT_SECONDS` (the next
-        update of the scope settles it)."""
-        with self._agent_lock(scope):
+        """Finish the intent a dead writer left for `scope`, under its agent lock; ScopeBusy at
+        once when another process holds a lock of the scope (the next update of the scope
+        settles it): the daemon's start waits on no other process, however many scopes are
+        held."""
+        with self._agent_lock(scope, within=0):
             self._settle(scope)
 
     def _reply(

@@ -117,7 +117,10 @@ class AgentMethods:
                     await asyncio.to_thread(self.service.settle, scope)
             except ScopeBusy as exc:  # no bug: memory is served while its holder keeps the lock
                 log.warning(
-                    "settling the interrupted agent update of %s is left to its next update: %s", scope, exc
+                    "settling the interrupted agent update of %s is left to its next update: another "
+                    "remem process holds %s",
+                    scope,
+                    exc.lock,
                 )
             except Exception as exc:  # the scope's next update tries again; the daemon serves meanwhile
                 log_failed(f"settling the interrupted agent update of {scope}", exc)

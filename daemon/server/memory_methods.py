@@ -21,6 +21,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
+from ..agent_updates.service import bounded_lock_waits
 from ..fsutil import UNMERGED_MARKER, Unwritable
 from ..home import Home, HomeUnusable
 from ..memory.batch import InvalidChanges
@@ -247,7 +248,7 @@ class MemoryMethods:
             keys = []
         for scope in [None, *keys]:
             try:
-                await self._off_loop(scope, functools.partial(self.store.sync_history, scope, RECOVERED))
+                await self._off_loop(scope, functools.partial(self._reconcile, scope))
             except Exception as exc:
                 name = "Global memory" if scope is None else f"workspace {scope}"
                 log.warning(
@@ -257,6 +258,12 @@ class MemoryMethods:
                     type(exc).__name__,
                 )
         self._watching = self.cache is not None  # a daemon: its watcher starts now
+
+    def _reconcile(self, scope: Scope) -> None:
+        # Taken at once or not at all: the start waits on no other process's lock (ScopeBusy,
+        # said as the scope left to its next change).
+        with bounded_lock_waits(0):
+            self.store.sync_history(scope, RECOVERED)
 
     async def log(self, params: HistoryLogParams) -> HistoryLogResult:
         scope = None if params.cwd is None else WorkspaceId.from_cwd(params.cwd).key

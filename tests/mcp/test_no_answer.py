@@ -9,7 +9,7 @@ import fcntl
 import os
 import signal
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import mcp_types as types
@@ -140,23 +140,28 @@ async def test_a_read_of_global_memory_another_process_keeps_locked_is_said(
         assert "Answer in French." in await session.context()  # let go: memory is read again
 
 
-async def test_an_interrupted_update_whose_lock_another_process_keeps_does_not_stop_the_daemon(
+async def test_interrupted_updates_whose_locks_other_processes_keep_do_not_stop_the_daemon(
     home: Home, project: Path, workspace: WorkspaceId
 ) -> None:
-    """The daemon settles what a crashed update left before it serves, and waited without end
-    for the scope's agent lock another process kept (an update run with --no-daemon, stopped in
-    its work): no memory was served at all. It is settled by the scope's next update instead."""
+    """The daemon settles what a crashed update left before it serves, and waited for each
+    scope's agent lock another process kept (an update run with --no-daemon, stopped in its
+    work), without end, then 5 s a scope, one after another: five such scopes kept the first
+    memory_context from an answer within its deadline. Each is settled by its next update."""
     scope = scope_name(workspace.key)
+    others = [scope_name(f"other-{letter * 16}") for letter in "abcd"]
     audit = home.memory / "audit"
     audit.mkdir(parents=True)
-    (audit / f".intent-{scope}.json").write_text("{not json")
+    for each in [scope, *others]:
+        (audit / f".intent-{each}.json").write_text("{not json")
     async with agent(home, project) as session:
-        with held(AuditTrail(home).lock_path(scope)):
-            await session.context()
+        with ExitStack() as locks:
+            for each in [scope, *others]:
+                locks.enter_context(held(AuditTrail(home).lock_path(each)))
+            context = await session.call("memory_context")
+        assert not context.is_error, text_of(context)
         log = DaemonPaths(home, layout=False).log.read_text()
-        assert (
-            f"the interrupted agent update of {scope} is left to its next update: another remem process"
-            in log
-        ), log
+        for each in [scope, *others]:
+            said = f"the interrupted agent update of {each} is left to its next update"
+            assert f"{said}: another remem process holds" in log, log
         assert not (await session.update(put("one"))).is_error
     assert not (audit / f".intent-{scope}.json").exists(), "the update settled it first"
