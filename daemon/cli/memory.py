@@ -27,6 +27,7 @@ from ..protocol.rpc import (
     HISTORY_REFUSED,
     INVALID_CHANGES,
     MEMORY_INVALID,
+    SCOPE_BUSY,
     UNWRITABLE,
     CommitWorkspaceParams,
     Empty,
@@ -617,6 +618,8 @@ def _read(ask: Callable[[Params], Result], params: Params, as_json: bool) -> Res
             _refused(exc)
         if exc.code == UNWRITABLE:
             refused_write(exc)
+        if exc.code == SCOPE_BUSY:  # its message names the lock file and says to end its holder
+            failure("SCOPE_BUSY", exc.message)
         if exc.code != MEMORY_INVALID:
             raise
         _report_invalid(exc.message, exc.data, as_json)

@@ -153,6 +153,7 @@ EXIT_STATUS: dict[str, int] = {
             "MEMORY_INVALID",
             "HISTORY_REFUSED",
             "UNWRITABLE",
+            "SCOPE_BUSY",
             "DAEMON_UNAVAILABLE",
             "ANSWER_TOO_LARGE",
         ),

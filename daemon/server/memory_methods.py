@@ -21,7 +21,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
-from ..agent_updates.service import bounded_lock_waits
+from ..agent_updates.service import ScopeBusy, bounded_lock_waits
 from ..fsutil import UNMERGED_MARKER, Unwritable
 from ..home import Home, HomeUnusable
 from ..memory.batch import InvalidChanges
@@ -39,6 +39,7 @@ from ..protocol.rpc import (
     HISTORY_REFUSED,
     INVALID_CHANGES,
     MEMORY_INVALID,
+    SCOPE_BUSY,
     CommitWorkspaceParams,
     ContextResult,
     Empty,
@@ -227,7 +228,11 @@ class MemoryMethods:
 
     async def context(self, params: WorkspaceParams) -> ContextResult:
         workspace = WorkspaceId.from_cwd(params.cwd)
-        render = functools.partial(render_context, self.store, workspace)
+
+        def render() -> str:
+            with bounded_lock_waits():  # a harness's hook waits on it: a held lock is said, not waited out
+                return render_context(self.store, workspace)
+
         text = await self._off_loop(workspace.key, render, reads_global=True)
         return ContextResult(text=text)
 
@@ -274,7 +279,8 @@ class MemoryMethods:
         actor = HAND_EDIT if self._watching else RECOVERED
 
         def read() -> HistoryLogResult:
-            self.store.sync_history(scope, actor)
+            with bounded_lock_waits():  # an agent's memory_history too: a held lock is said in time
+                self.store.sync_history(scope, actor)
             history = self.store.history
             # From the parsed log the history keeps: no entry is sent nor diffed to count.
             entries, more = history.page(scope, params.limit, params.file)
@@ -374,6 +380,8 @@ async def _answered(work: Awaitable[T], home: Home) -> T:
         raise RpcError(MEMORY_INVALID, str(exc), data) from None
     except HistoryError as exc:
         raise RpcError(HISTORY_REFUSED, str(exc)) from None
+    except ScopeBusy as exc:
+        raise RpcError(SCOPE_BUSY, str(exc)) from None
     except Unwritable as exc:  # as the dispatcher says it, for a command without the daemon too
         raise unwritable(exc) from None
 

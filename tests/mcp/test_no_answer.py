@@ -21,6 +21,7 @@ from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.server.runtime import DaemonPaths
+from tests.cli_process import remem
 from tests.daemon.helpers import waiting_for
 from tests.waiting import until
 
@@ -121,19 +122,20 @@ async def test_memory_history_is_answered_within_one_deadline_for_both_its_reads
     _refusal(result, "remem's memory service did not answer within 5 s", "call memory_context")
 
 
-@pytest.mark.parametrize("tool", ["memory_context", "memory_update"])
+@pytest.mark.parametrize("tool", ["memory_context", "memory_update", "memory_history"])
 async def test_a_read_of_global_memory_another_process_keeps_locked_is_said(
     home: Home, store: MemoryStore, project: Path, workspace: WorkspaceId, tool: str
 ) -> None:
-    """memory_context's reads, and memory_update's read of Global (to warn of what the context
-    then leaves out), waited for the lock without end: the agent heard only that memory did not
-    answer, and the daemon's worker thread stayed stuck behind the lock."""
+    """memory_context's reads, memory_update's read of Global (to warn of what the context
+    then leaves out), and memory_history's bringing Global's history up to date, waited for the
+    lock without end: the agent heard only that memory did not answer, as if the daemon were
+    stopped or stuck, and the daemon's worker thread stayed stuck behind the lock."""
     store.replace_global(EMPTY, "Answer tersely.\n")
     async with agent(home, project) as session:
         await session.context()
         with held(home.locks / "global.lock"):
             home.global_file.write_text("Answer in French.\n")  # as the process holding the lock wrote
-            refused = await (session.call(tool) if tool == "memory_context" else session.update(put("one")))
+            refused = await (session.update(put("one")) if tool == "memory_update" else session.call(tool))
         message = _refusal(refused, "Another remem process is holding this memory", "Nothing was written")
         assert str(home.root) not in message, message
         assert not (store.folder(workspace) / "one.md").exists()
@@ -165,3 +167,23 @@ async def test_interrupted_updates_whose_locks_other_processes_keep_do_not_stop_
             assert f"{said}: another remem process holds" in log, log
         assert not (await session.update(put("one"))).is_error
     assert not (audit / f".intent-{scope}.json").exists(), "the update settled it first"
+
+
+@MODES
+@pytest.mark.parametrize("command", [("context", "--cwd", "{project}"), ("log", "--global")])
+async def test_a_memory_read_whose_lock_another_process_keeps_is_said_by_the_cli(
+    home: Home, store: MemoryStore, project: Path, options: tuple[str, ...], command: tuple[str, ...]
+) -> None:
+    """`remem memory context` (a harness's hook runs it, decision 0538) and `remem memory log`
+    waited for Global's lock as long as another process kept it; a bounded wait's refusal is
+    said as the lock held, not as a bug in remem."""
+    store.replace_global(EMPTY, "Answer tersely.\n")
+    lock = home.locks / "global.lock"
+    args = [word.format(project=project) for word in command]
+    with held(lock):
+        ran = await asyncio.to_thread(remem, home, *options, "memory", *args, daemon=True)
+    assert ran.returncode == 1, (ran.returncode, ran.stderr)
+    assert ran.stderr.startswith(f"remem: another remem process writing this memory has held {lock}"), (
+        ran.stderr
+    )
+    assert "end that process, then try again" in ran.stderr, ran.stderr
