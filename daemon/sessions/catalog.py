@@ -69,7 +69,7 @@ from .harness_sources import (
 )
 from .index import UNKEPT, Continuation, LogRow, LogState, SessionIndex, Update
 from .lineage import LineageItem, listed_title
-from .memo import NO_STAMPS, Answer, ListingMemo, Stamps, file_stamps, regular_stat
+from .memo import NO_STAMPS, Answer, ListingMemo, LiveTurns, Stamps, file_stamps, regular_stat
 from .metadata import SessionMetadata, dsh_archived, dsh_registry
 from .paths import encode_segment, encoding_of_file_name, project_key
 from .projection import PROJECTED_TYPES, Projection, TurnBounds
@@ -343,13 +343,11 @@ class SessionCatalog:
         self.published = PublishedLogs(home)
         self._own_root = f"{home.sessions}{os.sep}"
         self.memo = memo
-        # A live Claude Code file's turns by path, with the revision they were read at: the
-        # index keeps a quiet file's, whose last turn ends past its answer (decision 0535).
-        self._live_turns: dict[str, tuple[str, list[TurnSummary]]] = {}
         self.cold_reads = cold_reads
         self.key_variables = frozenset(key_variables)
         # The daemon's catalogs (one per request) share the memo's; a kept catalog has its own.
         self.continuations = memo.continuations if memo is not None else Continuations()
+        self.live_turns = memo.live_turns if memo is not None else LiveTurns()
         # What this catalog last read of the files besides the logs, at their stamps (`_shown_files`).
         self._kept_shown: tuple[Stamps, Shown] | None = None
 
@@ -880,15 +878,17 @@ class SessionCatalog:
         """A Claude Code or Codex file's turns: kept, or read from the file the first time they
         are asked for (a listing does not store them) and kept while it is unchanged. A Claude
         Code file's last turn ends further on once no harness writes it (decision 0535), so its
-        turns are kept apart while it is live, and the index keeps only those read quiet: turns
-        and a fork (`stopped=not live`) then end it at the same line."""
+        turns are kept apart while it is live (`live_turns`, the daemon's for all its requests),
+        and the index keeps only those read quiet: turns and a fork (`stopped=not live`) then end
+        it at the same line."""
         row = entry.row
         live = row.format == "claude-code" and entry.summary.live
-        kept = self._live_turns.get(row.path) if live else self._live_turns.pop(row.path, None)
-        if live and kept is not None and kept[0] == row.revision:
-            return kept[1]
-        if not live and len(stored := self.index.turns(row.path)) == row.turns:
-            return stored
+        if live and (kept := self.live_turns.get(row.path, row.revision)) is not None:
+            return kept
+        if not live:
+            self.live_turns.forget([row.path])
+            if len(stored := self.index.turns(row.path)) == row.turns:
+                return stored
         try:
             turns, revision = file_turns(
                 row.format, entry.path, root=self._root_for(row.path), listed=row.revision, stopped=not live
@@ -896,7 +896,7 @@ class SessionCatalog:
         except (OSError, LineTooLong) as exc:
             raise SessionNotFound(f"session {row.id!r} {unreadable(exc, row.path)}") from None
         if live:
-            self._live_turns[row.path] = (revision, turns)
+            self.live_turns.keep(row.path, revision, turns)
         else:
             self.index.put_turns(row.path, revision, turns)
         return turns

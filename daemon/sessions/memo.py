@@ -15,6 +15,8 @@ exist is scanned but not kept, a Codex root (whose scan is the same for every wo
 one scan, and a Claude Code root those of its `MAX_SCANS` last workspaces. Where no mark can be
 trusted to have come, what marks would have corrected is dropped: a root's scans when it went
 unwatched for a while (`forget_roots`), everything when the watcher lost events (`reset`).
+The turns of the last few live Claude Code files asked for are kept too (`LiveTurns`), each
+for the revision it was read at and dropped at a mark on its file.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from .continuations import Continuations
 from .index import LogRow, SessionIndex
 
 if TYPE_CHECKING:
-    from ..protocol.sessions import ListError, Listing, SessionMeta
+    from ..protocol.sessions import ListError, Listing, SessionMeta, TurnSummary
     from .catalog import Entry
 from .paths import LOG_FILE_NAMES, Encoding
 from .reader import stat_revision
@@ -46,6 +48,7 @@ _LOG_NAMES = frozenset(LOG_FILE_NAMES.values())
 MAX_ANSWERS = 32  # queries (the whole listing, workspaces) whose last answer is kept
 MAX_SCANS = MAX_ANSWERS  # workspaces (and the whole listing) whose scan a harness root keeps
 MARK_HISTORY = 64  # batches of marks remembered, to tell a kept answer what changed since
+MAX_LIVE_TURNS = 4  # live Claude Code files whose turns are kept: those an editor shows
 # A root opened only to look up names in it (Linux's O_PATH): no read permission needed, as for a
 # path's `stat`. Without O_PATH an open would need it and cost a real open: paths are used.
 _FOLDER_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC if hasattr(os, "O_PATH") else None
@@ -195,6 +198,42 @@ class _HarnessScan:
         return not any(path.startswith(prefix) or f"{path}{os.sep}" == prefix for prefix in self.scanned)
 
 
+class LiveTurns:
+    """The turns of the last `capacity` live Claude Code files asked for, each at the revision
+    it was read at. The index keeps only a quiet file's, whose last turn ends further on
+    (decision 0535); a live file read again at each ask costs seconds when it is large, and an
+    idle terminal keeps it live for hours."""
+
+    def __init__(self, capacity: int = MAX_LIVE_TURNS) -> None:
+        self.capacity = capacity
+        self._kept: OrderedDict[str, tuple[str, list[TurnSummary]]] = OrderedDict()
+        self._lock = threading.Lock()  # a kept catalog may be asked from more than one thread
+
+    def get(self, path: str, revision: str) -> list[TurnSummary] | None:
+        with self._lock:
+            kept = self._kept.get(path)
+            if kept is None or kept[0] != revision:
+                return None
+            self._kept.move_to_end(path)
+            return kept[1]
+
+    def keep(self, path: str, revision: str, turns: list[TurnSummary]) -> None:
+        with self._lock:
+            self._kept[path] = (revision, turns)
+            self._kept.move_to_end(path)
+            while len(self._kept) > self.capacity:
+                self._kept.popitem(last=False)
+
+    def forget(self, paths: Iterable[str]) -> None:
+        with self._lock:
+            for path in paths:
+                self._kept.pop(path, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
 @dataclass
 class _Root:
     projects: dict[str, _Project | None]  # None: to be scanned again
@@ -228,6 +267,7 @@ class ListingMemo:
         self._generation = 0  # how many batches of marks were applied
         self._history: deque[tuple[int, set[str]]] = deque(maxlen=MARK_HISTORY)
         self.continuations = Continuations()  # of the logs listed last: a grown one continues
+        self.live_turns = LiveTurns()
 
     def changed(self, paths: Iterable[str]) -> None:
         """Paths the watcher saw change (any thread): applied at the start of the next listing."""
@@ -320,6 +360,8 @@ class ListingMemo:
             self._rows.update((row.path, row) for row in rows)
 
     def forget(self, paths: Iterable[str]) -> None:
+        paths = list(paths)
+        self.live_turns.forget(paths)
         for path in paths:
             self._entries.pop(path, None)
             self._revisions.pop(path, None)
@@ -422,6 +464,7 @@ class ListingMemo:
             self._roots.clear()
             self._harness.clear()
             self._answers.clear()
+            self.live_turns.clear()
         for root in forgotten:
             self._roots.pop(root, None)
             for key in [k for k in self._harness if k[0] == root]:
@@ -433,6 +476,7 @@ class ListingMemo:
             self._mark(path)
 
     def _mark(self, path: str) -> None:
+        self.live_turns.forget([path])  # its turns of an earlier revision would stay unused
         for key, scan in list(self._harness.items()):
             under = path.startswith(f"{scan.root}{os.sep}") or path == scan.root
             if under and not scan.still_current(path):

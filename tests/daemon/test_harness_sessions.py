@@ -13,6 +13,7 @@ import pytest
 
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
+from tests.scratch import hooked_pythonpath
 from tests.sessions.claude_lines import CWD, jsonl, prompt, say
 from tests.sessions.harness_roots import SID, TID, build_roots, claude_project
 
@@ -88,3 +89,48 @@ def test_session_requests_leave_no_index_connection_open(home: Home, harness_hom
         if (target := os.readlink(f"/proc/{info.pid}/fd/{fd}")).startswith(str(home.state / "index.sqlite"))
     ]
     assert len(held) <= 6, held  # the one request's (the database, its WAL and shared memory), at most
+
+
+OPENED_ENV = "REMEM_TEST_OPENS_OF"  # the name of the file whose opens the daemon's hook records
+OPENS_LOG_ENV = "REMEM_TEST_OPENS_LOG"  # one line per open of it
+OPENS_HOOK = f"""
+import os, sys
+
+_watched, _log = os.environ.get("{OPENED_ENV}"), os.environ.get("{OPENS_LOG_ENV}")
+
+
+def _heard(event, args):
+    # By its name: the daemon opens a log relative to its root's folder.
+    if event != "open" or not _watched or not isinstance(args[0], (str, bytes)):
+        return
+    if os.path.basename(os.fsdecode(args[0])) == _watched:
+        with open(_log, "a") as log:
+            log.write("open\\n")
+
+
+sys.addaudithook(_heard)
+"""
+
+
+def test_a_live_claude_code_files_turns_are_read_once_across_requests(
+    home: Home, harness_homes: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon makes a catalog per request: a live file's turns (kept apart from the index,
+    decision 0535) were read again at every ask, seconds each for a large file an idle terminal
+    keeps live for hours. They are kept in the daemon's memory for the file's revision."""
+    path = claude_project(harness_homes["claude-code"]) / f"{SID}.jsonl"
+    os.utime(path)  # changed just now: live for the hour `idle_seconds` gives it
+    home.settings_file.write_text("daemon:\n  idle_minutes: 2\nsessions:\n  idle_seconds: 3600\n")
+    log = path.parent.parent.parent / "opens.log"
+    monkeypatch.setenv("PYTHONPATH", hooked_pythonpath(OPENS_HOOK, "remem-opens-hook-"))
+    monkeypatch.setenv(OPENED_ENV, path.name)
+    monkeypatch.setenv(OPENS_LOG_ENV, str(log))
+
+    def opens() -> int:
+        return len(log.read_text().splitlines()) if log.exists() else 0
+
+    (first,) = calls(home, [("sessions/turns", {"id": SID})])
+    read = opens()
+    (again,) = calls(home, [("sessions/turns", {"id": SID})])
+    assert read > 0 and opens() == read, "the second ask read the file again"
+    assert again == first and first["turns"][-1]["user"] == "instead this"

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from remem.daemon.home import Home
+from remem.daemon.sessions import catalog as catalog_module
 from remem.daemon.sessions.catalog import SessionCatalog
-from remem.daemon.sessions.harness_sources import HARNESS_SOURCES
-from remem.daemon.sessions.memo import MAX_ANSWERS, ListingMemo
+from remem.daemon.sessions.harness_sources import HARNESS_SOURCES, file_turns
+from remem.daemon.sessions.memo import MAX_ANSWERS, MAX_LIVE_TURNS, ListingMemo
 from remem.daemon.sessions.sources import FileScan, Root
 
-from .claude_lines import CWD
-from .harness_roots import build_roots
+from .claude_lines import CWD, jsonl, prompt, say
+from .harness_roots import build_roots, claude_project
 
 WORKSPACES = 2 * MAX_ANSWERS + 5
 
@@ -70,3 +71,36 @@ def test_many_workspaces_asked_about_keep_a_bounded_memo(
     assert _listed(home, roots, memo, CWD) == fresh[CWD]
     assert scanned == Counter({"claude-code": 2})
     assert Counter(root for root, _ in memo._harness)[str(roots["claude-code"])] == MAX_ANSWERS
+
+
+def test_the_daemon_keeps_the_turns_of_its_last_few_live_claude_code_files(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live file's turns are kept for every request (the daemon's catalog is one per request),
+    but only the last `MAX_LIVE_TURNS` files': a daemon asked about every session it lists must
+    not hold all their turns."""
+    root = tmp_path / "claude" / "projects"
+    ids = [f"{n:08d}-0000-4000-8000-000000000000" for n in range(MAX_LIVE_TURNS + 1)]
+    for sid in ids:  # written now: live for the hour the catalog's `idle_seconds` gives
+        lines = [{**r, "sessionId": sid} for r in (prompt("u1", None, sid), say("a1", "u1", "ok"))]
+        (claude_project(root) / f"{sid}.jsonl").write_bytes(jsonl(*lines))
+    read: list[str] = []
+
+    def counted(fmt: str, path: Path, **kwargs: object) -> object:
+        read.append(path.stem)
+        return file_turns(fmt, path, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(catalog_module, "file_turns", counted)
+    memo = ListingMemo(lambda: True)
+
+    def asked(sid: str) -> str:
+        catalog = SessionCatalog(home, [Root(root, "claude-code")], 3600, memo)  # as one request
+        try:
+            (turn,) = catalog.projection(sid).turns
+        finally:
+            catalog.close()
+        return turn.user
+
+    assert [asked(sid) for sid in ids] == ids and read == ids
+    assert [asked(sid) for sid in reversed(ids[1:])] == ids[:0:-1] and read == ids, "all kept"
+    assert asked(ids[0]) == ids[0] and read == [*ids, ids[0]], "the least recently asked went"
