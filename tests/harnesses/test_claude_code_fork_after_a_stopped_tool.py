@@ -211,6 +211,14 @@ def test_the_default_fork_of_a_quiet_session_killed_past_its_tool_call_keeps_the
         cc.run("second question", resume=parent.session_id)
         next_sent = fake.requests[-1]["messages"]
 
+    # Resumed (Claude Code closes the killed turn with "No response requested." first, under
+    # the next prompt): that turn is still said stopped.
+    evidence = project_harness("claude-code", parent.transcript.name, parent.transcript.read_bytes())
+    assert [(t.assistant, t.stopped) for t in evidence.turns] == [
+        ("first answer", False),
+        ("let me read", True),
+        ("second answer", False),
+    ]
     assert made["forkTurn"] == 2 and child.result["result"] == "child answer"
     assert comparable(sent, "child question") == comparable(next_sent, "second question")
     assert "alpha" in json.dumps(sent)

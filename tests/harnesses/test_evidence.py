@@ -83,6 +83,48 @@ def test_claude_code_evidence_says_a_turn_max_turns_stopped_was_stopped(
     assert STOPPED in evidence.turns[0].render()
 
 
+def _without_text(path: Path, said: str, content: list[dict]) -> bytes:  # type: ignore[type-arg]
+    """The transcript at `path` with the content of the assistant message that says `said` swapped
+    for `content`."""
+    lines = []
+    for line in path.read_bytes().splitlines():
+        record = json.loads(line)
+        blocks = (record.get("message") or {}).get("content")
+        if record.get("type") == "assistant" and {"type": "text", "text": said} in (blocks or []):
+            record["message"]["content"] = content
+        lines.append(json.dumps(record).encode())
+    return b"\n".join(lines) + b"\n"
+
+
+# A model whose last message after a call says nothing (thinking only, or an empty text) ended
+# the turn: it is no turn killed once its call had run, though its last text came before it.
+@pytest.mark.parametrize(
+    "content",
+    [
+        [{"type": "thinking", "thinking": "nothing to add", "signature": "sig"}],
+        [{"type": "text", "text": ""}],
+    ],
+    ids=["thinking-only", "empty-text"],
+)
+def test_claude_code_evidence_says_a_turn_ended_by_a_message_without_text_finished(
+    tmp_path: Path,
+    content: list[dict],  # type: ignore[type-arg]
+) -> None:
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(tmp_path, fake)
+        (cc.cwd / "notes.txt").write_text("alpha\n")
+        fake.reply(tool_uses(("Read", {"file_path": str(cc.cwd / "notes.txt")}), text="let me read"))
+        fake.reply(answer("it says alpha"))
+        path = cc.run("first question").transcript
+    data = _without_text(path, "it says alpha", content)
+    assert data != path.read_bytes()
+    evidence = project_harness("claude-code", path.name, data)
+    assert [(t.user, t.assistant, t.stopped) for t in evidence.turns] == [
+        (["first question"], "let me read", False)
+    ]
+    assert STOPPED not in evidence.turns[0].render()
+
+
 def test_codex_evidence_has_the_users_words_only(codex_scenario: Scenario) -> None:
     run = codex_scenario.runs["first"]
     evidence = project_harness("codex", run.rollout.name, run.rollout.read_bytes())

@@ -1828,9 +1828,16 @@ def _turn(
     # one of its calls left them off the path): the turn ends at the last of them.
     last = max((last, *side.placed.get(last.record.uuid, ())), key=attrgetter("number"))
     waiting = unanswered and not followed and not closed
-    # Killed past its answer: its calls and their results said after its text, and nothing
-    # wrote that it stopped. Ended, but its text is no final answer, as under a noted stop.
-    killed = stopped and not (followed or closed) and answer is not None and talked.number > answer.number
+    # Killed past its answer: ended, and the last said in it a tool's result after its text,
+    # which the model never answered. Its text is no final answer, as under a noted stop, whether
+    # the file ends there or a resume followed (Claude Code first closes it with "No response
+    # requested."). A model's last message without text (thinking only) did answer the result.
+    killed = (
+        (stopped or followed or closed)
+        and not interrupted
+        and answer is not None
+        and _ends_at_a_result(group, graph)
+    )
     status: TurnStatus = "aborted" if interrupted else "open" if dangling or waiting else "completed"
     if errored and status == "completed":
         status = "error"
@@ -1854,6 +1861,17 @@ def _turn(
         compacted=compacted,
         cut_short=noted is not None or killed,
     )
+
+
+def _ends_at_a_result(group: list[Line[_Node]], graph: _Graph) -> bool:
+    """Whether the last line said in a turn, Claude Code's own messages aside, is a tool's
+    result: the model wrote nothing after it."""
+    said = next(
+        line
+        for line in reversed(group)
+        if _talk(line, graph) and not (line.record.type == "assistant" and _unsaid(line.record))
+    )  # its prompt at least
+    return said.record.type == "user" and any(block.type == "tool_result" for block in _blocks(said.record))
 
 
 def _results(record: _Node, results: dict[str, bool]) -> None:
