@@ -16,6 +16,7 @@ import errno
 import logging
 import os
 import threading
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -34,7 +35,7 @@ from ..fsutil import (
     remove_stale_temps,
 )
 from ..home import Home, HomeUnusable
-from ..locks import LockUnusable, bounded_file_lock, file_lock
+from ..locks import LockHandle, LockUnusable, bounded_file_lock, file_lock
 from ..os_names import is_utf8, shown
 from ..protocol.memory import (
     Actor,
@@ -667,21 +668,95 @@ def _scope_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
         raise MemoryInvalid([FileProblems(path=str(path), diagnostics=[problem])]) from None
 
 
+class _OwnHolders:
+    """The threads of this process holding one scope's lock. flock sets two threads of one
+    process against each other as it does two processes, so a bounded take would be refused
+    for this process's own commit (a big one on a slow machine) and tell the user to end it:
+    a bounded take waits for its own process's holders without limit, and is bounded only on
+    a wait during which none of them held the lock."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.exclusive = 0
+        self.shared = 0
+        self.takes = 0  # of the lock by this process, exclusive or shared
+        self.exclusive_takes = 0
+
+    def in_the_way(self, shared: bool) -> bool:
+        return self.exclusive > 0 or (not shared and self.shared > 0)
+
+    def taken(self, shared: bool) -> int:
+        """How many takes so far would have kept a take `shared` (or not) waiting."""
+        return self.exclusive_takes if shared else self.takes
+
+    def wait_turn(self, shared: bool) -> int:
+        """Once none of this process's threads holds the lock against a take `shared` (or not):
+        `taken` then."""
+        with self.changed:
+            self.changed.wait_for(lambda: not self.in_the_way(shared))
+            return self.taken(shared)
+
+    def had_it(self, shared: bool, since: int) -> bool:
+        """Whether one of this process's threads held the lock against the take since `since`."""
+        with self.changed:
+            return self.in_the_way(shared) or self.taken(shared) != since
+
+    @contextmanager
+    def holding(self, shared: bool) -> Iterator[None]:
+        with self.changed:
+            self.takes += 1
+            if shared:
+                self.shared += 1
+            else:
+                self.exclusive += 1
+                self.exclusive_takes += 1
+        try:
+            yield
+        finally:
+            with self.changed:
+                if shared:
+                    self.shared -= 1
+                else:
+                    self.exclusive -= 1
+                self.changed.notify_all()
+
+
+_OWN_HOLDERS: defaultdict[Path, _OwnHolders] = defaultdict(_OwnHolders)
+_OWN_HOLDERS_MADE = threading.Lock()
+
+
+def _own_holders(path: Path) -> _OwnHolders:
+    with _OWN_HOLDERS_MADE:
+        return _OWN_HOLDERS[path]
+
+
 @contextmanager
 def _waited_lock(path: Path, *, shared: bool) -> Iterator[None]:
-    """`file_lock`, waited for no longer than `lock_waits_at_most` says, if it says."""
+    """`file_lock`, waited for no longer than `lock_waits_at_most` says, if it says, on other
+    processes (`_OwnHolders`)."""
+    own = _own_holders(path)
     within = _LOCK_WAIT.get()
     if within is None:
-        with file_lock(path, shared=shared):
+        with file_lock(path, shared=shared), own.holding(shared):
             yield
         return
-    held = bounded_file_lock(path, within=within, shared=shared)
-    if held is None:
-        raise ScopeLockBusy(path)
+    held = _bounded_take(path, own, within=within, shared=shared)
     try:
-        yield
+        with own.holding(shared):
+            yield
     finally:
         held.release()
+
+
+def _bounded_take(path: Path, own: _OwnHolders, *, within: float, shared: bool) -> LockHandle:
+    """The lock, or ScopeLockBusy once another process alone kept it `within` seconds."""
+    while True:
+        since = own.wait_turn(shared)
+        held = bounded_file_lock(path, within=within, shared=shared)
+        if held is not None:
+            return held
+        if not own.had_it(shared, since):
+            raise ScopeLockBusy(path)
 
 
 def _recovered(folder: HeldFolder) -> bool:
