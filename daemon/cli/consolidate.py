@@ -73,7 +73,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     A review already done returns its receipt without calling the model again."""
     from ..consolidation.changes import PHASE_WORDS
 
-    stops = _Stops(backend, session_id)
+    stops = _Stops(backend, session_id, as_json)
 
     def show_progress(method: str, params: dict[str, Any]) -> None:
         if method == "consolidation/progress" and params.get("session") == session_id and not as_json:
@@ -99,6 +99,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
         stops.result = result
         if as_json:
             emit_json(result)
+            stops.json_written = True
         else:
             _say_result(backend, result, asked_at)
         stops.exiting = True
@@ -316,14 +317,20 @@ class _Stops:
 
     backend: Backend
     session: str
+    as_json: bool
     heard: list[int] = field(default_factory=list)
     result: ConsolidationResult | None = None
+    json_written: bool = False  # the result, under `--json`, written whole
     exiting: bool = False
 
     def status(self) -> int:
         """The command's exit status: once the review answered, its outcome's (a stop then only
-        cut what was left to print, decision 0540); before, 128 + the first stop's signal."""
-        if self.result is None or (self.result.status is Status.CANCELLED and not self.backend.use_daemon):
+        cut what was left to print, decision 0540); before, or before its `--json` answer was
+        written whole, 128 + the first stop's signal: a script given no JSON to read is not told
+        all went well."""
+        if self.result is None or (self.as_json and not self.json_written):
+            return _interrupted_status(self.heard)
+        if self.result.status is Status.CANCELLED and not self.backend.use_daemon:
             return _interrupted_status(self.heard)  # in this process only a stop cancels
         return _EXIT.get(self.result.status, EXIT_PROBLEMS if self.result.status in FAILED else 0)
 

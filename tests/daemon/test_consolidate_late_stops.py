@@ -1,12 +1,13 @@
 """A stop that reaches `remem consolidate` once its review has answered ends the command at
-once with the review's own status, one line saying its outcome and where its receipt is; a
+once with the review's own status (128 + the signal when it cut a `--json` answer, which a
+script could not read), one line saying its outcome and where its receipt is; a
 closed terminal, whose writes all fail after its SIGHUP (EIO), ends a review it cancelled 129
 all the same (decision 0540 and its addendum).
 
 Through the daemon such a SIGTERM or SIGHUP killed the command outright (-15, -1 to its
 parent); then it ended 128 + the signal saying "interrupted", as a cancelled review does, for
 a review that had committed; a closed terminal's lines failed it with "the output could not be
-written", exit 1."""
+written", exit 1; one that cut its `--json` answer ended 0 with no JSON for a script to read."""
 
 from __future__ import annotations
 
@@ -72,6 +73,29 @@ def test_a_stop_while_the_first_one_is_said_changes_neither_the_line_nor_the_sta
         running.wait(timeout=60)  # a hang guard, not a speed assertion
     os.close(read)
     assert (running.returncode, text.endswith(_committed(home, source))) == (0, True), text
+
+
+@pytest.mark.parametrize("where", [[], ["--no-daemon"]], ids=["through-the-daemon", "in-process"])
+def test_a_stop_that_cuts_the_json_ends_with_the_stop_s_status_and_says_the_outcome(
+    home: Home, fake: FakeOpenAI, source: Source, where: list[str]
+) -> None:
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    read, write = os.pipe()
+    _fill(write)  # the JSON waits for room: a script reading it would get none of it
+    try:
+        with subprocess.Popen(
+            [*_remem(home), *where, "consolidate", "--json", source.id],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as running:
+            os.close(write)
+            wait_until(lambda: _writing_to(running.pid, 1), what="the command to write its JSON")
+            running.send_signal(signal.SIGTERM)
+            _, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
+    finally:
+        os.close(read)
+    assert (running.returncode, err) == (128 + signal.SIGTERM, _committed(home, source))
 
 
 @pytest.mark.parametrize("where", [[], ["--no-daemon"]], ids=["through-the-daemon", "in-process"])
