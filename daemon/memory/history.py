@@ -457,6 +457,13 @@ class History:
         started again (decision 0395)."""
         return branch not in self._unvouched and not (first and self._anew)
 
+    def unreconciled(self, workspace_key: str | None) -> None:
+        """The scope was not looked at as this process started (another process held its lock):
+        until its branch ends at the scope's state, a state found there may be an edit made
+        while no daemon ran, `recovered`, never told as a hand edit."""
+        with self._lock:
+            self._unvouched.add(branch_of(workspace_key))
+
     def reconcile(
         self, workspace_key: str | None, current: Generation, actor: Actor = RECOVERED
     ) -> str | None:
@@ -489,7 +496,7 @@ class History:
                 if known is not None:
                     actor = known
                 elif not self._vouches(branch, head is None):
-                    actor = RECOVERED  # maybe this process's own unrecorded commit: no hand edit
+                    actor = RECOVERED  # maybe this process's own unrecorded commit, or one no daemon saw
                 with self._lock, _private_files():
                     # a first entry found without its author starts from itself (decision 0402)
                     before = current.revision if ends_at is None and known is None else start

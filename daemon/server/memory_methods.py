@@ -255,6 +255,8 @@ class MemoryMethods:
             try:
                 await self._off_loop(scope, functools.partial(self._reconcile, scope))
             except Exception as exc:
+                # An edit found there before an entry is written was maybe made while no daemon ran.
+                self.store.history.unreconciled(scope)
                 name = "Global memory" if scope is None else f"workspace {scope}"
                 log.warning(
                     "memory history: %s could not be checked at start (%s); its history is brought "
