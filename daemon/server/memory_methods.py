@@ -253,24 +253,34 @@ class MemoryMethods:
             keys = []
         for scope in [None, *keys]:
             try:
-                await self._off_loop(scope, functools.partial(self._reconcile, scope))
+                held = await self._off_loop(scope, functools.partial(self._reconcile, scope))
             except Exception as exc:
-                # An edit found there before an entry is written was maybe made while no daemon ran.
-                self.store.history.unreconciled(scope)
-                name = "Global memory" if scope is None else f"workspace {scope}"
-                log.warning(
-                    "memory history: %s could not be checked at start (%s); its history is brought "
-                    "up to date at its next change or `remem memory log`",
-                    name,
-                    type(exc).__name__,
-                )
+                self._unchecked(scope, type(exc).__name__)
+            else:
+                if held is not None:
+                    self._unchecked(scope, f"another remem process holds {held}")
         self._watching = self.cache is not None  # a daemon: its watcher starts now
 
-    def _reconcile(self, scope: Scope) -> None:
-        # Taken at once or not at all: the start waits on no other process's lock (ScopeBusy,
-        # said as the scope left to its next change).
-        with bounded_lock_waits(0):
-            self.store.sync_history(scope, RECOVERED)
+    def _reconcile(self, scope: Scope) -> Path | None:
+        """None once the scope's history is up to date, else the lock another process holds:
+        taken at once or not at all, the start waits on no other process's lock."""
+        try:
+            with bounded_lock_waits(0):
+                self.store.sync_history(scope, RECOVERED)
+        except ScopeBusy as exc:
+            return exc.lock
+        return None
+
+    def _unchecked(self, scope: Scope, why: str) -> None:
+        # An edit found there before an entry is written was maybe made while no daemon ran.
+        self.store.history.unreconciled(scope)
+        name = "Global memory" if scope is None else f"workspace {scope}"
+        log.warning(
+            "memory history: %s could not be checked at start (%s); its history is brought "
+            "up to date at its next change or `remem memory log`",
+            name,
+            why,
+        )
 
     async def log(self, params: HistoryLogParams) -> HistoryLogResult:
         scope = None if params.cwd is None else WorkspaceId.from_cwd(params.cwd).key

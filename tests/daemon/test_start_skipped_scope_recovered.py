@@ -52,3 +52,10 @@ def test_an_edit_made_with_no_daemon_in_a_scope_held_at_start_is_recovered(
     assert logged.returncode == 0, logged.stderr
     newest = json.loads(logged.stdout)["entries"][0]
     assert newest["actor"]["kind"] == "recovered", newest
+
+
+def test_the_starts_line_of_a_scope_held_names_the_lock(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said = start_while_global_is_held(home, tmp_path, monkeypatch)
+    assert f"(another remem process holds {home.locks / 'global.lock'})" in said, said
