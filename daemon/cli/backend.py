@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -261,9 +262,13 @@ class _InProcess:
 def cancelled_by_stops(stops: list[int] | None) -> Iterator[None]:
     """While the current task runs, the first SIGINT, SIGTERM or SIGHUP cancels it, and every one
     is appended to `stops`; a signal ignored (`cmd &`'s SIGINT, `nohup`'s SIGHUP) stays ignored.
-    Through the loop rather than asyncio's own SIGINT handler: that one is not installed while
-    SIGINT is ignored, and raises a second Ctrl-C wherever the run is, which left its receipt
-    `running` (decision 0528). Later stops only wait for the cancel the first began."""
+    Not asyncio's own SIGINT handler: that one is not installed while SIGINT is ignored, and
+    raises a second Ctrl-C wherever the run is, which left its receipt `running` (decision
+    0528). Nor the loop's `add_signal_handler`: its removal puts the signal back to its default
+    before the handler it replaced can be, and a SIGTERM or SIGHUP then killed the command
+    outright. Each handler here is swapped in and back in one call; it runs in the main thread,
+    to which the kernel gives a stop sent to the process first, interrupting the loop's wait.
+    Later stops only wait for the cancel the first began."""
     if stops is None:
         yield
         return
@@ -271,18 +276,16 @@ def cancelled_by_stops(stops: list[int] | None) -> Iterator[None]:
     assert task is not None
     earlier = len(stops)
 
-    def stop_by(stop: int) -> None:
-        if len(stops) == earlier:
-            task.cancel()
+    def stop_by(stop: int, frame: FrameType | None) -> None:
+        # Closed: a stop raised by a handler given back ended the giving back before this one's.
+        if len(stops) == earlier and not loop.is_closed():
+            loop.call_soon_threadsafe(task.cancel)
         stops.append(stop)
 
     stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    before = {s: h for s in stopping if (h := signal.getsignal(s)) != signal.SIG_IGN}
-    for stop in before:
-        loop.add_signal_handler(stop, stop_by, stop)
+    before = {s: signal.signal(s, stop_by) for s in stopping if signal.getsignal(s) != signal.SIG_IGN}
     try:
         yield
     finally:
-        for stop, handler in before.items():  # the loop would leave each at its default
-            loop.remove_signal_handler(stop)
+        for stop, handler in before.items():
             signal.signal(stop, handler)

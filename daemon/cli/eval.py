@@ -219,7 +219,7 @@ async def _run_all(
     show = sys.stderr.isatty()
     # Ctrl-C is heard there too, not by `asyncio.run`, whose second Ctrl-C raises wherever the run
     # is: in the deletion of a case's home, say, which it left half done. The handlers found are
-    # given back after: the loop's own cleanup left each stop at its default.
+    # given back after.
     with cancelled_by_stops(stopped), click.progressbar(
         length=len(chosen), label="remem eval", file=sys.stderr, hidden=not show,
         item_show_func=lambda item: item,

@@ -7,7 +7,8 @@ all the same (decision 0540 and its addendum).
 Through the daemon such a SIGTERM or SIGHUP killed the command outright (-15, -1 to its
 parent); then it ended 128 + the signal saying "interrupted", as a cancelled review does, for
 a review that had committed; a closed terminal's lines failed it with "the output could not be
-written", exit 1; one that cut its `--json` answer ended 0 with no JSON for a script to read."""
+written", exit 1; one that cut its `--json` answer ended 0 with no JSON for a script to read;
+a SIGTERM as an in-process run gave its handlers back, at their default a moment, killed it."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import pytest
 from remem.daemon.home import Home
 from tests.consolidation.conftest import Source, proposal, put
 from tests.fake_openai import FakeOpenAI, slow, tool_call
+from tests.scratch import hooked_pythonpath
 from tests.terminal import in_a_terminal, read_until
 from tests.waiting import wait_until
 
@@ -111,6 +113,43 @@ def test_a_closed_terminal_ends_the_command_129_though_nothing_can_be_written(
         running.wait(timeout=60)  # a hang guard, not a speed assertion
     assert running.returncode == 129
     assert _receipt_status(home) == "cancelled"
+
+
+def test_a_kill_as_an_in_process_run_gives_its_stops_back_is_heard(
+    home: Home, fake: FakeOpenAI, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    monkeypatch.setenv("PYTHONPATH", hooked_pythonpath(_KILLED_AS_GIVEN_BACK, "remem-late-stops-hook-"))
+    ran = subprocess.run(
+        [*_remem(home), "--no-daemon", "consolidate", "--json", source.id],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang guard, not a speed assertion
+    )
+    interrupted = f"remem: interrupted (remem receipts --session {source.id} shows any review it began)\n"
+    assert (ran.returncode, ran.stderr) == (128 + signal.SIGTERM, interrupted)
+
+
+# A SIGTERM the moment the in-process run, done, gives SIGTERM back to the command's handler.
+_KILLED_AS_GIVEN_BACK = """
+import os, signal, sys
+
+_signal = signal.signal
+
+
+def _killed_as_given_back(signum, handler):
+    before = _signal(signum, handler)
+    frame, names = sys._getframe(), set()
+    while frame is not None:
+        names.add(frame.f_code.co_name)
+        frame = frame.f_back
+    if signum == signal.SIGTERM and {"cancelled_by_stops", "__exit__"} <= names:
+        os.kill(os.getpid(), signal.SIGTERM)
+    return before
+
+
+signal.signal = _killed_as_given_back
+"""
 
 
 def _fill(write: int) -> None:
