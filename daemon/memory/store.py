@@ -16,6 +16,7 @@ import errno
 import logging
 import os
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -721,6 +722,7 @@ class _OwnHolders:
                 self.changed.notify_all()
 
 
+_RETRY_SECONDS = 0.01  # a bounded take's look again, as `bounded_file_lock` looks
 _OWN_HOLDERS: defaultdict[Path, _OwnHolders] = defaultdict(_OwnHolders)
 _OWN_HOLDERS_MADE = threading.Lock()
 
@@ -749,14 +751,23 @@ def _waited_lock(path: Path, *, shared: bool) -> Iterator[None]:
 
 
 def _bounded_take(path: Path, own: _OwnHolders, *, within: float, shared: bool) -> LockHandle:
-    """The lock, or ScopeLockBusy once another process alone kept it `within` seconds."""
+    """The lock, or ScopeLockBusy once the tries refused while none of this process's threads
+    had it add up to `within` seconds: another process kept it that long. A try during which one
+    of them had it counts for nothing, yet never resets the sum: a wait restarted at each of this
+    process's own reads never ended while another process held the lock shared."""
+    blamed = 0.0
     while True:
         since = own.wait_turn(shared)
-        held = bounded_file_lock(path, within=within, shared=shared)
+        tried = time.monotonic()
+        held = bounded_file_lock(path, within=0, shared=shared)
         if held is not None:
             return held
-        if not own.had_it(shared, since):
+        alone = not own.had_it(shared, since)
+        if alone and blamed >= within:
             raise ScopeLockBusy(path)
+        time.sleep(_RETRY_SECONDS)
+        if alone:
+            blamed += time.monotonic() - tried
 
 
 def _recovered(folder: HeldFolder) -> bool:
