@@ -95,3 +95,32 @@ def waiting_for(lock: Path) -> int | None:
         if fields[1:3] == ["->", "FLOCK"] and fields[6].endswith(inode):
             return int(fields[5])
     return None
+
+
+# The daemon's start waits on no other process's lock: it tries each scope's once. A test that
+# stops a daemon in the middle of its start makes that start wait, in the daemon's process
+# alone, for Global's lock the test holds, as its reconcile of Global once did.
+_START_WAITS_HOOK = """
+import fcntl
+from remem.daemon.server import memory_methods
+
+_reconcile = memory_methods.MemoryMethods._reconcile
+
+
+def _waiting_reconcile(self, scope):
+    if scope is None:
+        with open(self.store.home.locks / "global.lock", "a+b") as held:
+            fcntl.flock(held, fcntl.LOCK_SH)
+            fcntl.flock(held, fcntl.LOCK_UN)
+    return _reconcile(self, scope)
+
+
+memory_methods.MemoryMethods._reconcile = _waiting_reconcile
+"""
+
+
+def start_waits_for_global(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Daemons this test starts wait in their start for Global's lock while the test holds it."""
+    from tests.scratch import hooked_pythonpath
+
+    monkeypatch.setenv("PYTHONPATH", hooked_pythonpath(_START_WAITS_HOOK, "remem-start-waits-"))

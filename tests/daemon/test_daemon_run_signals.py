@@ -19,7 +19,7 @@ from remem.daemon import client as daemon_client
 from remem.daemon.client import DaemonUnavailable
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
-from tests.daemon.helpers import waiting_for
+from tests.daemon.helpers import start_waits_for_global, waiting_for
 from tests.waiting import wait_until
 
 
@@ -33,7 +33,10 @@ def _waits_for_lock(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks")
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_while_the_daemon_starts_stops_it_cleanly(home: Home, stop: signal.Signals) -> None:
+def test_a_signal_while_the_daemon_starts_stops_it_cleanly(
+    home: Home, stop: signal.Signals, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    start_waits_for_global(monkeypatch)
     # Global memory's lock held: the daemon's start (recording what the history missed) waits
     # for it, holding the home's lock, so the signal comes in the middle of its start.
     with open(home.ensure_layout().locks / "global.lock", "a+b") as held:
@@ -54,9 +57,12 @@ def test_a_signal_while_the_daemon_starts_stops_it_cleanly(home: Home, stop: sig
 
 
 @pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks")
-def test_a_spawned_daemon_stopped_while_it_starts_is_said_at_once_with_its_signal(home: Home) -> None:
+def test_a_spawned_daemon_stopped_while_it_starts_is_said_at_once_with_its_signal(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """It exits 0 without a status file: its spawner waited its whole start timeout and said it
     "did not start", where a daemon killed by the signal was said at once to be."""
+    start_waits_for_global(monkeypatch)
     paths = DaemonPaths(home)
     global_lock = home.ensure_layout().locks / "global.lock"
     with open(global_lock, "a+b") as held:
@@ -73,10 +79,13 @@ def test_a_spawned_daemon_stopped_while_it_starts_is_said_at_once_with_its_signa
 
 
 @pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks")
-def test_a_signal_while_the_daemon_settles_sets_up_no_watch(home: Home, tmp_path: Path) -> None:
+def test_a_signal_while_the_daemon_settles_sets_up_no_watch(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """It set up its watches (reading each session root's folders) and waited for them, up to
     5 s, before it looked at the stop. A folder read updates its access time once that is older
     than its change: one read by nobody after the signal keeps the one set then."""
+    start_waits_for_global(monkeypatch)
     root = tmp_path / "sessions"
     (root / "project").mkdir(parents=True)
     home.ensure_layout()

@@ -23,7 +23,7 @@ from remem.daemon.home import Home
 from remem.daemon.server.log_cap import LOG_CAP_ENV
 from remem.daemon.server.runtime import DaemonPaths
 
-from .helpers import remem, wait_until, waiting_for
+from .helpers import remem, start_waits_for_global, wait_until, waiting_for
 
 
 def test_a_client_whose_daemon_finds_another_serving_reaches_that_one(home: Home) -> None:
@@ -78,6 +78,7 @@ def test_a_daemon_stopped_while_it_starts_is_said_so_whatever_its_log_says(
     """A temp dir too deep for a socket is logged as the daemon starts, and a line of its name
     can read as another daemon's "already running": the client took the daemon stopped before
     it was ready for one that found another serving, and spawned another."""
+    start_waits_for_global(monkeypatch)
     deep = tmp_path / f"t\nremem daemon already running for {'x' * 80}"
     deep.mkdir()
     monkeypatch.setenv("TMPDIR", str(deep))
