@@ -34,6 +34,7 @@ from ..credentials import mask_userinfo, redact
 from ..fsutil import atomic_rewrite, refused_as_unwritable
 from ..home import RECEIPT_NAME, Home
 from ..locks import LockUnusable, held_elsewhere
+from ..os_names import is_utf8, shown
 from ..protocol.consolidation import Attempt, HistoryLink, Receipt, Status
 from ..protocol.sessions import ListError, ReviewState
 from ..safe_open import open_regular, refused, standing_at
@@ -298,9 +299,7 @@ class ReceiptStore:
         no receipt, since remem names each by its review id, so no review state is made unknown by
         them, but not passed over in silence. Other names are passed over as UTF-8 ones are (a
         `notes.txt`, an editor's `.#a.md` lock). `HomeUnusable` as `listing`."""
-        names = [
-            _escaped(n) for n in self._home.names_in(self.folder) if _undecodable(n) and _receipt_like(n)
-        ]
+        names = [shown(n) for n in self._home.names_in(self.folder) if not is_utf8(n) and _receipt_like(n)]
         if not names:
             return None
         first = ", ".join(sorted(names)[:NAMED_FILES])
@@ -369,23 +368,9 @@ def said_once(folder: Path, errors: list[ListError]) -> list[ListError]:
     return [ListError(path=str(folder), message=message, kind="reviews")]
 
 
-def _undecodable(name: str) -> bool:
-    """Whether a name `os.listdir` gave holds bytes that are not UTF-8 (kept as surrogates)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def _receipt_like(name: str) -> bool:
     """Whether a name is one a receipt could be mistaken for: a Markdown file, not a dotfile."""
     return name.endswith(".md") and not name.startswith(".")
-
-
-def _escaped(name: str) -> str:
-    """A name with its bytes that are not UTF-8 written `\\xff`: printable, and JSON can carry it."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def render_receipt(receipt: Receipt) -> str:
