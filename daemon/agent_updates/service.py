@@ -19,7 +19,6 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from ..consolidation.proposal import content_hash
@@ -33,7 +32,14 @@ from ..memory.diagnostics import TextPositions
 from ..memory.identity import WorkspaceId
 from ..memory.record import GLOBAL_FILE, INDEX_MAX_BYTES, INDEX_MAX_LINES, Record, render_record
 from ..memory.snapshot_cache import SnapshotCache
-from ..memory.store import MemoryInvalid, MemoryStore, ScopeLockBusy, lock_waits_at_most
+from ..memory.store import (
+    LOCK_WAIT_SECONDS,
+    MemoryInvalid,
+    MemoryStore,
+    ScopeBusy,
+    ScopeLockBusy,
+    bounded_lock_waits,
+)
 from ..memory.validation import likely_secrets
 from ..protocol.consolidation import ScopeRevisions
 from ..protocol.memory import (
@@ -71,11 +77,6 @@ from .audit import (
 
 log = logging.getLogger("remem.daemon")
 RENDERED_CONTEXTS = 16
-# A scope's locks (its agent lock, the store's) are held for one commit's work (well under a
-# second); held longer, their holder is stopped or stuck (a `--no-daemon` writer suspended with
-# Ctrl-Z). Each wait ends well inside an MCP tool call's deadline (agents/limits.py), so the
-# agent hears why rather than nothing.
-LOCK_WAIT_SECONDS = 5.0
 # remem/index-budget, as the editor says it of MEMORY.md, in the agent's terms.
 INDEX_FULL = (
     "this project's memory index is now past what memory_context shows of it ({lines} lines, "
@@ -94,31 +95,6 @@ ERASES_GLOBAL = (
     f"{erasing_global('an agent')}. If the user wants Global memory empty, tell them to empty it "
     "themselves (`remem memory replace-global` with an empty file, or an edit of GLOBAL.md)"
 )
-
-
-class ScopeBusy(Exception):
-    """Another process held a lock of the scope (its agent lock, or the store's lock a
-    `--no-daemon` command writes under) for `LOCK_WAIT_SECONDS`: nothing was written."""
-
-    def __init__(self, lock: Path) -> None:
-        self.lock = lock
-        super().__init__(
-            f"another remem process writing this memory has held {lock} for over "
-            f"{LOCK_WAIT_SECONDS:.0f} s (it is stopped or stuck, a `--no-daemon` command suspended "
-            "with Ctrl-Z, say): nothing was written; end that process, then try again"
-        )
-
-
-@contextmanager
-def bounded_lock_waits(within: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
-    """Within the block, a take of a scope's lock waits `within` seconds at most, then raises
-    ScopeBusy: an agent's call, a read a harness waits on, or the daemon's start, never waits
-    on a holder for good."""
-    try:
-        with lock_waits_at_most(within):
-            yield
-    except ScopeLockBusy as exc:
-        raise ScopeBusy(exc.path) from None
 
 
 @dataclass(frozen=True)

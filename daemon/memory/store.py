@@ -130,6 +130,38 @@ def lock_waits_at_most(seconds: float) -> Iterator[None]:
         _LOCK_WAIT.reset(token)
 
 
+# A scope's locks (its agent lock, the store's) are held for one commit's work (well under a
+# second); held longer, their holder is stopped or stuck (a `--no-daemon` writer suspended with
+# Ctrl-Z). Each wait ends well inside an MCP tool call's deadline (agents/limits.py), so the
+# agent hears why rather than nothing.
+LOCK_WAIT_SECONDS = 5.0
+
+
+class ScopeBusy(Exception):
+    """Another process held a lock of the scope (its agent lock, or the store's lock a
+    `--no-daemon` command writes under) for `LOCK_WAIT_SECONDS`: nothing was written."""
+
+    def __init__(self, lock: Path) -> None:
+        self.lock = lock
+        super().__init__(
+            f"another remem process writing this memory has held {lock} for over "
+            f"{LOCK_WAIT_SECONDS:.0f} s (it is stopped or stuck, a `--no-daemon` command suspended "
+            "with Ctrl-Z, say): nothing was written; end that process, then try again"
+        )
+
+
+@contextmanager
+def bounded_lock_waits(within: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
+    """Within the block, a take of a scope's lock waits `within` seconds at most, then raises
+    ScopeBusy: an agent's call, a read a harness waits on, or the daemon's start, never waits
+    on a holder for good."""
+    try:
+        with lock_waits_at_most(within):
+            yield
+    except ScopeLockBusy as exc:
+        raise ScopeBusy(exc.path) from None
+
+
 class _SavedByHand(Exception):
     """A commit displaced by a hand save (`swap.Displaced`), with the record files as saved: it
     leaves the history's `intending` block as an error, so the earlier intent is put back."""

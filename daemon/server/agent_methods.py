@@ -17,12 +17,12 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..agent_updates.service import AgentUpdates, ScopeBusy, scoped
+from ..agent_updates.service import AgentUpdates, scoped
 from ..fsutil import Unwritable
 from ..memory.batch import InvalidChanges
 from ..memory.identity import WorkspaceId, is_workspace_key
 from ..memory.snapshot_cache import MAX_WORKSPACES, SnapshotCache
-from ..memory.store import MemoryInvalid
+from ..memory.store import MemoryInvalid, ScopeBusy
 from ..protocol import rpc
 from ..protocol.rpc import (
     INVALID_CHANGES,

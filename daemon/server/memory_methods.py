@@ -21,7 +21,6 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
-from ..agent_updates.service import ScopeBusy, bounded_lock_waits
 from ..fsutil import UNMERGED_MARKER, Unwritable
 from ..home import Home, HomeUnusable
 from ..memory.batch import InvalidChanges
@@ -32,7 +31,7 @@ from ..memory.identity import WorkspaceId
 from ..memory.lint import listing
 from ..memory.revert import revert
 from ..memory.snapshot_cache import SnapshotCache
-from ..memory.store import MemoryInvalid, MemoryStore
+from ..memory.store import MemoryInvalid, MemoryStore, ScopeBusy, bounded_lock_waits
 from ..protocol import rpc
 from ..protocol.memory import CommitResult, GlobalSnapshot, HistoryEntry, WorkspaceSnapshot
 from ..protocol.rpc import (
