@@ -182,7 +182,8 @@ class Home:
             except PermissionError as exc:  # a folder on the way this user may not search
                 stopped = self.first_impassable(at, exc)
                 refused = stopped and self._refusal(stopped)  # as `ensure_layout` would say it
-                raise HomeUnusable(refused or self.unreadable_message(at, exc)) from None
+                said = self._unreachable_message(exc) or refused or self.unreadable_message(at, exc)
+                raise HomeUnusable(said) from None
         return None
 
     def open_file(self, path: Path, flags: int) -> int:
@@ -232,6 +233,8 @@ class Home:
         try:
             folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
         except OSError as exc:
+            if unreachable := self._unreachable_message(exc):
+                raise HomeUnusable(unreachable) from None
             if folder != self.root and folder.is_symlink():  # a dangling link
                 raise HomeUnusable(linked_message(folder, self.root, "folder")) from None
             if exc.errno == errno.ENOTDIR:
@@ -258,6 +261,8 @@ class Home:
             mode = os.stat(folder).st_mode
         except NotADirectoryError:
             raise HomeUnusable(self._blocked_message(folder)) from None
+        except PermissionError as exc:  # a folder on its way, above the home too, closed to its user
+            raise HomeUnusable(self.unreadable_message(folder, exc)) from None
         except OSError as exc:
             if exc.errno not in (errno.ENOENT, errno.ELOOP):  # nothing there yet, or a link loop
                 raise
@@ -307,12 +312,38 @@ class Home:
     def unreadable_message(self, path: Path, error: OSError) -> str:
         """Why `path` (a folder of the home to list, or a file in it to read) cannot be opened,
         said of the folder that stops it: the first on its way that cannot be passed through,
-        else `path` itself."""
+        above the home too, else `path` itself."""
+        if unreachable := self._unreachable_message(error):
+            return unreachable
         stopped = self.first_impassable(path, error) or path
         reason = error.strerror or str(error)
         return (
             f"remem's home {self.root} cannot be used: {stopped} cannot be read ({reason}); "
             f"let your user read it, or choose another home with --home or ${HOME_ENV}"
+        )
+
+    def made(self) -> bool:
+        """Whether the home folder is there, for what must not make it by looking (a mistyped
+        --home would be left behind); HomeUnusable when a folder above it cannot be entered,
+        where whether it is there cannot be told."""
+        try:
+            return self.root.is_dir()
+        except PermissionError as exc:
+            raise HomeUnusable(self.unreadable_message(self.root, exc)) from None
+
+    def _unreachable_message(self, error: OSError) -> str | None:
+        """Why nothing in the home can be reached, when a folder above it, from `/` down, cannot be
+        passed through with `error`'s error number (`chmod 000` on the home's parent); None when
+        each can be. Said of the home, whose own folders are then blamed for their parent's mode."""
+        if not isinstance(error, PermissionError):
+            return None
+        blocker = next((at for at in reversed(self.root.parents) if _impassable(at) == error.errno), None)
+        if blocker is None:
+            return None
+        return (
+            f"remem's home {self.root} cannot be used: {blocker}, a folder it is in, cannot be entered "
+            f"({error.strerror or error}); let your user enter it (its x permission), or choose another "
+            f"home with --home or ${HOME_ENV}"
         )
 
     def _unmade_message(self, folder: Path, reason: str) -> str:

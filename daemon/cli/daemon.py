@@ -85,7 +85,7 @@ def start(backend: Backend, as_json: bool) -> None:
 def stop(backend: Backend, as_json: bool) -> None:
     """Stop the daemon and wait until it has exited (signalling it if it does not answer)."""
     # No home, no daemon: looking would make one (a mistyped --home would leave a stray home).
-    paths = DaemonPaths(backend.home, layout=False) if backend.home.root.is_dir() else None
+    paths = DaemonPaths(backend.home, layout=False) if backend.home.made() else None
     was_running = paths is not None and _running(paths)
     if paths is not None and was_running:
         _stop(paths)
@@ -100,7 +100,7 @@ def stop(backend: Backend, as_json: bool) -> None:
 @click.pass_obj
 def status(backend: Backend, as_json: bool) -> None:
     """Whether the daemon runs, and its pid, version and clients; exit 1 when none answers."""
-    if not backend.home.root.is_dir():  # looking would make the home (a mistyped --home's stray one)
+    if not backend.home.made():  # looking would make the home (a mistyped --home's stray one)
         _say_problem(
             {"running": False}, f"remem daemon not running (no home at {backend.home.root})", as_json
         )
