@@ -53,6 +53,16 @@ def held(lock: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def serving(home: Home) -> int:
+    """The pid of a daemon started for `home` before the agent's server: a call's deadline is then
+    raced by the call alone, where a daemon's start within it took longer on a loaded machine."""
+    started = remem(home, "daemon", "start", daemon=True)
+    assert started.returncode == 0, started.stderr
+    status = DaemonPaths(home, layout=False).read_status()
+    assert status is not None, "`remem daemon start` returns once the daemon serves"
+    return status.pid
+
+
 def _refusal(result: types.CallToolResult, starts: str, says: str) -> str:
     """The text of `result`, an error that starts with `starts` and says `says`."""
     assert result.is_error
@@ -65,11 +75,10 @@ async def test_a_stopped_daemon_is_said_within_the_deadline_with_the_write_uncer
     home: Home, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(CALL_SECONDS_ENV, "2")
+    pid = serving(home)
     async with agent(home, project) as session:
         await session.context()
-        status = DaemonPaths(home, layout=False).read_status()
-        assert status is not None, "the context started the daemon"
-        with stopped(status.pid):
+        with stopped(pid):
             result = await session.update(put("one"))
     _refusal(
         result,
@@ -105,18 +114,17 @@ async def test_memory_history_is_answered_within_one_deadline_for_both_its_reads
     REMEM_MCP_CALL_SECONDS promises. Each read is kept by its scope's lock, another process's
     (a `--no-daemon` writer), for 3 s: under the 5 s deadline alone, past it together."""
     monkeypatch.setenv(CALL_SECONDS_ENV, "5")
+    pid = serving(home)
     async with agent(home, project) as session:
         await session.context()
         assert not (await session.update(put("one"))).is_error
-        status = DaemonPaths(home, layout=False).read_status()
-        assert status is not None, "the context started the daemon"
         workspace_lock, global_lock = home.locks / f"ws-{workspace.key}.lock", home.locks / "global.lock"
         with held(global_lock):
             with held(workspace_lock):
                 asked = asyncio.create_task(session.call("memory_history"))
-                await until(lambda: waiting_for(workspace_lock) == status.pid, what="the project's read")
+                await until(lambda: waiting_for(workspace_lock) == pid, what="the project's read")
                 await asyncio.sleep(3)  # how long the read is kept, not a wait for anything
-            await until(lambda: waiting_for(global_lock) == status.pid, what="Global's read")
+            await until(lambda: waiting_for(global_lock) == pid, what="Global's read")
             await asyncio.sleep(3)
         result = await asked
     _refusal(result, "remem's memory service did not answer within 5 s", "call memory_context")
