@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Literal
 
-from ..protocol.forks import ForkRequest, ForkResult
+from ..protocol.forks import LIVE_MARK, ForkRequest, ForkResult
 from ..protocol.rpc import TurnRow
 from ..protocol.sessions import SessionFormat, SessionMeta
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
@@ -139,7 +139,7 @@ def _harness_fork(
             # A retry takes the recorded cut: `atSeq` is judged once, when the entry is prepared.
             afterTurn=_after_turn(catalog, entry, request, recorded),
             title=request.title,
-            expectedRevision=request.expectedRevision,
+            expectedRevision=request.expectedRevision and _file_revision(request.expectedRevision),
             asked=request.digest(),
             stopped=not entry.summary.live,
         ),
@@ -210,17 +210,41 @@ def _after_turn(
 ) -> int | None:
     if recorded is not None:
         return recorded.forkTurn
-    expected, now = request.expectedRevision, entry.summary.revision
-    if expected is not None and expected != now:
-        # Said before the turn is looked for: in the session as it is now, the turn the client
-        # chose may be missing, or another one (decision 0369).
-        raise stale_source(entry.path, expected, now)
+    _check_revision(catalog, entry, request.expectedRevision)
     if request.afterTurn is not None:
-        count = len(catalog.projection(entry.summary.id).turns)
+        count = len(catalog.projection_of(entry).turns)
         if not 1 <= request.afterTurn <= count:  # said as a DSH session's is, not by the file
             raise no_turn(entry.summary.id, request.afterTurn, count)
         return request.afterTurn
     return None if request.atSeq is None else _turn_at(catalog, entry, request.atSeq)
+
+
+def _check_revision(catalog: SessionCatalog, entry: Entry, expected: str | None) -> None:
+    """Refuse (`STALE_SOURCE`) a fork asked for at the revision `expected` of the session's
+    turns, which `entry` is no longer at. Said before the turn is looked for: in the session as
+    it is now, the turn the client chose may be missing, or another one (decision 0369). Turns
+    read from the same file while the session was live, and now quiet (or the other way round),
+    are still its turns if they end at the same lines either way (decision 0544)."""
+    now = entry.turns_revision
+    if expected is None or expected == now:
+        return
+    if _file_revision(expected) != entry.summary.revision:
+        raise stale_source(entry.path, expected, now)
+    if catalog.turns_read(entry, live=not entry.live_cut) != catalog.projection_of(entry).turns:
+        raise stale_source(entry.path, expected, now, why=_liveness_moved(entry))
+
+
+def _liveness_moved(entry: Entry) -> str:
+    """How the end of a Claude Code session's last turn moved since its turns were read at the
+    other liveness (decision 0535)."""
+    if entry.live_cut:
+        return "it is live again, so its last turn ends at its answer, before the tool calls made after it"
+    return "no harness writes it any more, so its last turn ends past the tool calls made after its answer"
+
+
+def _file_revision(revision: str) -> str:
+    """The revision of the session's file a revision of its turns (`Entry.turns_revision`) names."""
+    return revision.removesuffix(LIVE_MARK)
 
 
 def _turn_at(catalog: SessionCatalog, entry: Entry, line: int) -> int:
@@ -228,7 +252,7 @@ def _turn_at(catalog: SessionCatalog, entry: Entry, line: int) -> int:
     (`endSeq` None): its lines run to the next turn's, so the fork names it and is refused for
     what it is (`OPEN_TURN`, or `INVALID` in a Claude Code subagent's file), not as an address
     in no turn."""
-    projection = catalog.projection(entry.summary.id)
+    projection = catalog.projection_of(entry)
     turns = projection.turns
     # `lastSeq` counts newlines; a complete last line without one is numbered too, and may end
     # a turn (the editor anchors a fork at its `forkAt`).

@@ -9,8 +9,12 @@ from pydantic import BaseModel, Field, model_validator
 
 from .memory import STRICT
 
-# A session file's revision as a listing takes it (`stat_revision`): dev:ino:size:mtime:ctime.
-SESSION_REVISION = r"^\d+:\d+:\d+:\d+:\d+$"
+# A session's revision: its file's as a listing takes it (`stat_revision`: dev:ino:size:mtime:
+# ctime), with `LIVE_MARK` after it for turns (or a transcript) read while a Claude Code session
+# was live. Its last turn then ends at its answer, once the session is quiet past its calls
+# (decision 0535), so a fork checks the turns were read as they are now (decision 0544).
+LIVE_MARK = ":live"
+SESSION_REVISION = rf"^\d+:\d+:\d+:\d+:\d+(?:{LIVE_MARK})?$"
 
 
 class ForkRequest(BaseModel):

@@ -79,7 +79,9 @@ from .sessions import FlatNode, ListError, Listing, SessionFormat, SessionMeta, 
 # 40: a review state `unknown`, and a listing error's `kind` (`reviews`: the receipts' folder).
 # 41: a listing error's `kind` `metadata`: remem's file of titles and archive states.
 # 42: a review state `interrupted`, and consolidation/receipts names such reviews (`interrupted`).
-PROTOCOL_VERSION = 42
+# 43: a turns and a transcript answer's `revision` ends `:live` when a Claude Code session was live
+# as they were read, and a fork's `expectedRevision` may: that decides where its last turn ends (0544).
+PROTOCOL_VERSION = 43
 APP_VERSION = __version__
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # The largest answer a client buffers: the ceiling of the setting `daemon.max_answer_bytes`.

@@ -235,12 +235,13 @@ class SessionMethods:
         def turns(catalog: SessionCatalog) -> TurnsResult:
             # The revision is taken before the turns are read: turns newer than it make a fork
             # checked against it refused as stale, never one cut from turns it does not name.
+            # They are read at the liveness it says (`turns_revision`), the entry's.
             summary = (entry := catalog.find(params.id)).summary
-            rows = [TurnRow.of(t, entry.branchable) for t in catalog.projection(params.id).turns]
+            rows = [TurnRow.of(t, entry.branchable) for t in catalog.projection_of(entry).turns]
             return TurnsResult(
                 format=entry.format,
                 turns=rows,
-                revision=summary.revision,
+                revision=entry.turns_revision,
                 kind=summary.kind,
                 parent=summary.parent,
             )
@@ -266,7 +267,7 @@ class SessionMethods:
             entry = catalog.find(params.id)
             # The revision a fork from this text is checked against, taken before the file is
             # read (as `turns` takes it): a file that changed meanwhile makes the fork stale.
-            revision = entry.summary.revision
+            revision = entry.turns_revision
             # The client's name for it, else the display title: a rename reaches the heading.
             title = params.title or entry.summary.title
             if entry.format == "dsh":

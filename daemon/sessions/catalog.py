@@ -26,6 +26,7 @@ from typing import Literal
 from ..home import Home
 from ..locks import LockUnusable, try_file_lock
 from ..os_names import is_utf8
+from ..protocol.forks import LIVE_MARK
 from ..protocol.sessions import (
     ListError,
     Listing,
@@ -122,6 +123,18 @@ class Entry:
     @property
     def branchable(self) -> bool:
         return branchable(self.format, subagent=self.row.origin == "subagent")
+
+    @property
+    def live_cut(self) -> bool:
+        """Whether its turns are read as a harness may still write them: a live Claude Code
+        session's last turn ends at its answer, a quiet one's past its calls (decision 0535)."""
+        return self.format == "claude-code" and self.summary.live
+
+    @property
+    def turns_revision(self) -> str:
+        """The revision its turns (and transcript) are read at: its file's, marked when they are
+        read live (`live_cut`), so a fork is checked against the cut they showed (decision 0544)."""
+        return self.summary.revision + (LIVE_MARK if self.live_cut else "")
 
     def lineage_item(self, copy_of: str | None = None, fork_turn: int | None = None) -> LineageItem:
         """This session as the tree shows it: under its recorded parent, or under `copy_of`,
@@ -864,14 +877,18 @@ class SessionCatalog:
 
     def projection(self, session_id: str) -> Projection:
         """The full projection (every turn) of a session at its current revision."""
-        entry = self.find(session_id)
+        return self.projection_of(self.find(session_id))
+
+    def projection_of(self, entry: Entry) -> Projection:
+        """The full projection of the session `entry` lists, read as it lists it (its file's
+        revision, its liveness: what `turns_revision` says)."""
         if entry.format != "dsh":
             return Projection(
                 title=entry.row.title, turns=self._harness_turns(entry), lastSeq=entry.row.last_seq
             )
         state = self.index.state(entry.row.path)
         if state is None:
-            return Projection().fold(self.read(session_id).events)
+            return Projection().fold(self.read(entry.summary.id).events)
         return state.projection.model_copy(update={"turns": self.index.turns(entry.row.path)})
 
     def _harness_turns(self, entry: Entry) -> list[TurnSummary]:
@@ -882,24 +899,34 @@ class SessionCatalog:
         and the index keeps only those read quiet: turns and a fork (`stopped=not live`) then end
         it at the same line."""
         row = entry.row
-        live = row.format == "claude-code" and entry.summary.live
+        live = entry.live_cut
         if live and (kept := self.live_turns.get(row.path, row.revision)) is not None:
             return kept
         if not live:
             self.live_turns.forget([row.path])
             if len(stored := self.index.turns(row.path)) == row.turns:
                 return stored
-        try:
-            turns, revision = file_turns(
-                row.format, entry.path, root=self._root_for(row.path), listed=row.revision, stopped=not live
-            )
-        except (OSError, LineTooLong) as exc:
-            raise SessionNotFound(f"session {row.id!r} {unreadable(exc, row.path)}") from None
+        turns, revision = self._read_turns(entry, live=live)
         if live:
             self.live_turns.keep(row.path, revision, turns)
         else:
             self.index.put_turns(row.path, revision, turns)
         return turns
+
+    def turns_read(self, entry: Entry, *, live: bool) -> list[TurnSummary]:
+        """A Claude Code or Codex file's turns read from it as if its session were `live` or
+        not, whichever it is now (`entry.live_cut` says), and not kept: only a fork checked
+        against turns read at the other liveness asks (decision 0544)."""
+        return self._read_turns(entry, live=live)[0]
+
+    def _read_turns(self, entry: Entry, *, live: bool) -> tuple[list[TurnSummary], str]:
+        row = entry.row
+        try:
+            return file_turns(
+                row.format, entry.path, root=self._root_for(row.path), listed=row.revision, stopped=not live
+            )
+        except (OSError, LineTooLong) as exc:
+            raise SessionNotFound(f"session {row.id!r} {unreadable(exc, row.path)}") from None
 
     def digest_of(self, entry: Entry) -> str | None:
         """The entry's content digest. A listing leaves it out (decisions 0340, 0341): a

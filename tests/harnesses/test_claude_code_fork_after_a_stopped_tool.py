@@ -18,6 +18,9 @@ import json
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -144,6 +147,17 @@ def test_a_fork_after_a_turn_stopped_with_ctrl_c_past_its_tool_call_resumes_as_t
     assert parent.transcript.read_bytes() == before
 
 
+@contextmanager
+def _running(cc: ClaudeCode, session: str) -> Iterator[None]:
+    """A Claude Code process runs `session` (as its pid file says) while the block runs."""
+    with a_process() as process:
+        pid_file = write_pid_file(cc.config_dir, process.pid, pid_record(process.pid, session))
+        try:
+            yield
+        finally:
+            pid_file.unlink()
+
+
 def _killed(cc: ClaudeCode, command: list[str], asked: int, transcript: Path) -> None:
     """Run `command` and kill it (SIGKILL) once the model was asked again and the `Read`'s result
     is in `transcript`: no interruption marker, no note, only the call and its result after the
@@ -194,12 +208,8 @@ def test_the_default_fork_of_a_quiet_session_killed_past_its_tool_call_keeps_the
         ]
         assert turns[1]["endSeq"] == (said if live else result)
         if not live:  # unchanged, but a Claude Code process runs it again: its turn may go on
-            with a_process() as process:
-                pid_file = write_pid_file(
-                    cc.config_dir, process.pid, pid_record(process.pid, parent.session_id)
-                )
+            with _running(cc, parent.session_id):
                 again = remem(home, root, "turns", parent.session_id)["turns"]
-            pid_file.unlink()
             assert again[1]["endSeq"] == said
         made = remem(home, root, "fork", parent.session_id, "--op-id", "op-default")
         if live:
@@ -222,3 +232,65 @@ def test_the_default_fork_of_a_quiet_session_killed_past_its_tool_call_keeps_the
     assert made["forkTurn"] == 2 and child.result["result"] == "child answer"
     assert comparable(sent, "child question") == comparable(next_sent, "second question")
     assert "alpha" in json.dumps(sent)
+
+
+def _fork(home: Path, root: Path, session: str, *args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    """`remem sessions fork SESSION ARGS --json`, in this process: its exit code and output."""
+    done = CliRunner().invoke(
+        cli, ["--home", str(home), "sessions", "fork", session, *args, "--root", str(root), "--json"]
+    )
+    return done.exit_code, json.loads(done.stdout)
+
+
+# Read live, a killed turn ends at its text; read quiet, past its call and its result (decision
+# 0535). A fork asked at the revision of turns read at one liveness and made at the other would
+# cut other lines than the turns showed, so it is refused as stale, whatever it names (decision
+# 0544); one of turns that end at the same lines either way is made. The session is quiet (its
+# file older than `sessions.idle_seconds`) unless a Claude Code process runs it.
+@pytest.mark.parametrize("read_live", [True, False], ids=["read-live-forked-quiet", "read-quiet-forked-live"])
+def test_a_fork_at_turns_read_at_another_liveness_is_stale_when_that_moved_the_cut(
+    tmp_path: Path, read_live: bool
+) -> None:
+    home, old = tmp_path / "home", 1_600_000_000
+    Home(home).settings_file.parent.mkdir(parents=True, exist_ok=True)
+    Home(home).settings_file.write_text("sessions:\n  idle_seconds: 120\n")
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(tmp_path / "cc", fake)
+        (cc.cwd / "notes.txt").write_text("alpha\n")
+        fake.reply(text("first answer"))
+        parent = cc.run("first question")
+        session, root = parent.session_id, cc.projects
+        live, quiet = partial(_running, cc, session), nullcontext
+        read_at, fork_at = (live, quiet) if read_live else (quiet, live)
+
+        os.utime(parent.transcript, (old, old))
+        with read_at():
+            answered = remem(home, root, "turns", session)
+        with fork_at():  # its last turn answered, nothing after: it ends there either way
+            code, alike = _fork(
+                home, root, session, "--expected-revision", answered["revision"], "--op-id", "a"
+            )
+        assert code == 0, alike
+
+        fake.reply(tool_uses(("Read", {"file_path": str(cc.cwd / "notes.txt")}), text="let me read"), hang())
+        _killed(cc, cc.command("killed question", resume=session), fake.count, parent.transcript)
+        os.utime(parent.transcript, (old, old))
+        with read_at():
+            shown = remem(home, root, "turns", session)
+        with fork_at():
+            now = remem(home, root, "turns", session)
+            ends = [str(shown["turns"][1]["endSeq"])]
+            refusals = [
+                _fork(
+                    home, root, session, "--expected-revision", shown["revision"], "--op-id", f"r{n}", *anchor
+                )
+                for n, anchor in enumerate((["--turn", "2"], ["--at", *ends], ["--turn", "1"], []))
+            ]
+            code, made = _fork(home, root, session, "--expected-revision", now["revision"], "--op-id", "now")
+
+    assert shown["turns"][1]["endSeq"] != now["turns"][1]["endSeq"]
+    moved = "no harness writes it any more" if read_live else "it is live again"
+    for refused_code, refused in refusals:
+        assert (refused_code, refused.get("error", {}).get("code")) == (3, "STALE_SOURCE"), refused
+        assert moved in refused["error"]["message"], refused
+    assert shown["revision"].endswith(":live") is read_live and code == 0 and made["forkTurn"] == 2

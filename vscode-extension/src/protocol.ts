@@ -44,7 +44,7 @@ export const SECRET_FIELDS: ReadonlyArray<keyof SetApiKeyArgs> = ['apiKey'];
 
 /** The `remem/*` protocol this extension speaks: `PROTOCOL_VERSION` in the daemon's
  * `protocol/rpc.py`, which the server's `initialize` answer names (none before 31). */
-export const PROTOCOL = 42;
+export const PROTOCOL = 43;
 
 /** The protocol a server's `initialize` capabilities name; null when they name none (older). */
 export function serverProtocol(capabilities: { experimental?: unknown } | undefined): number | null {
