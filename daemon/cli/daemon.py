@@ -86,7 +86,7 @@ def stop(backend: Backend, as_json: bool) -> None:
     """Stop the daemon and wait until it has exited (signalling it if it does not answer)."""
     # No home, no daemon: looking would make one (a mistyped --home would leave a stray home).
     paths = DaemonPaths(backend.home, layout=False) if backend.home.made() else None
-    was_running = paths is not None and _running(paths)
+    was_running = paths is not None and _running(paths, "stop")
     if paths is not None and was_running:
         _stop(paths)
     if as_json:
@@ -104,6 +104,7 @@ def status(backend: Backend, as_json: bool) -> None:
         _say_problem(
             {"running": False}, f"remem daemon not running (no home at {backend.home.root})", as_json
         )
+    _running(DaemonPaths(backend.home, layout=False), "status")  # a lock it cannot look at is no answer
     try:
         result = _status(backend.home, start=False)
     except OtherDaemonVersion as exc:
@@ -156,7 +157,7 @@ def _stop(paths: DaemonPaths) -> None:
     or has not exited within STOP_TIMEOUT_SECONDS."""
     deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
     asked: int | None = None
-    while _running(paths):
+    while _running(paths, "stop"):
         if time.monotonic() > deadline:
             _signal(paths, asked, f"did not exit within {STOP_TIMEOUT_SECONDS:.0f} s")
             return
@@ -171,19 +172,20 @@ def _stop(paths: DaemonPaths) -> None:
         time.sleep(POLL_SECONDS)
 
 
-def _running(paths: DaemonPaths) -> bool:
+def _running(paths: DaemonPaths, command: str) -> bool:
     """Whether a daemon holds the home's lock; HomeUnusable when its lock cannot be looked at (a
-    `state/` folder or lock file this user may not read): "not running", exit 0, was a guess a
-    script (an upgrade, a home moved) went on from with the daemon still running."""
+    `state/` folder or lock file this user may not read), said by `remem daemon COMMAND`: "not
+    running" was a guess a script (an upgrade, a home moved) went on from with the daemon still
+    running."""
     try:
         return paths.running()
     except PermissionError as exc:
         home = paths.home
         stopped = home.first_impassable(paths.lock, exc) or paths.lock
+        unchanged = ", so none was stopped" if command == "stop" else ""
         raise HomeUnusable(
             f"cannot tell whether a remem daemon runs for {home.root}: {stopped} cannot be read "
-            f"({exc.strerror}), so none was stopped; let your user read it, then run `remem daemon "
-            "stop` again"
+            f"({exc.strerror}){unchanged}; let your user read it, then run `remem daemon {command}` again"
         ) from None
 
 
