@@ -710,8 +710,9 @@ HOME_UNUSABLE = -32016
 # permission) before anything was published: nothing changed, and the message names the folder,
 # the error and what to do. data: {"path": the folder, "errno": "ENOSPC" | "EROFS" | ...}.
 UNWRITABLE = -32017
-# A call (agents/update, an agent's read, memory/context, memory/log) waited for its scope's lock,
-# which another process (stopped or stuck) kept: nothing was written; the message names the lock.
+# A call (agents/update, an agent's read, memory/context, memory/log, memory/readGlobal,
+# memory/readWorkspace) waited for its scope's lock, which another process (stopped or stuck)
+# kept: nothing was written; the message names the lock.
 SCOPE_BUSY = -32018
 
 

@@ -119,21 +119,21 @@ class MemoryMethods:
 
     async def read_global(self, params: Empty) -> GlobalSnapshot:
         if self.cache is None:
-            return await self._off_loop(None, self.store.read_global)
+            return await self._off_loop(None, _bounded(self.store.read_global))
         # Unchanged memory is answered on the event loop: under load, the hop to a worker
         # thread and back is what a read costs (decision 0091).
         held = self.cache.held_global()
-        return held if held is not None else await self._off_loop(None, self.cache.global_snapshot)
+        return held if held is not None else await self._off_loop(None, _bounded(self.cache.global_snapshot))
 
     async def read_workspace(self, params: WorkspaceParams) -> WorkspaceSnapshot:
         workspace = WorkspaceId.from_cwd(params.cwd)
         if self.cache is None:
-            return await self._off_loop(workspace.key, lambda: self.store.read_workspace(workspace))
+            return await self._off_loop(workspace.key, _bounded(lambda: self.store.read_workspace(workspace)))
         cache = self.cache
         held = cache.held_workspace(workspace)
         if held is not None:
             return held
-        return await self._off_loop(workspace.key, lambda: cache.workspace_snapshot(workspace))
+        return await self._off_loop(workspace.key, _bounded(lambda: cache.workspace_snapshot(workspace)))
 
     async def replace_global(self, params: ReplaceGlobalParams) -> CommitResult:
         async with self._turns[None]:
@@ -227,11 +227,7 @@ class MemoryMethods:
 
     async def context(self, params: WorkspaceParams) -> ContextResult:
         workspace = WorkspaceId.from_cwd(params.cwd)
-
-        def render() -> str:
-            with bounded_lock_waits():  # a harness's hook waits on it: a held lock is said, not waited out
-                return render_context(self.store, workspace)
-
+        render = _bounded(lambda: render_context(self.store, workspace))  # a harness's hook waits on it
         text = await self._off_loop(workspace.key, render, reads_global=True)
         return ContextResult(text=text)
 
@@ -367,6 +363,18 @@ class MemoryMethods:
         return await _answered(
             self.in_scope_thread(scope, action, reads_global=reads_global), self.store.where
         )
+
+
+def _bounded(read: Callable[[], T]) -> Callable[[], T]:
+    """`read`, refused ScopeBusy (SCOPE_BUSY) once another process kept a lock it takes for
+    `LOCK_WAIT_SECONDS`: the command, editor or agent waiting on a read is told which lock and
+    why, never held up for good by a `--no-daemon` writer stopped in its work."""
+
+    def bounded() -> T:
+        with bounded_lock_waits():
+            return read()
+
+    return bounded
 
 
 def _scope_of(entry: HistoryEntry) -> str:

@@ -20,6 +20,7 @@ from remem.daemon.agent_updates.audit import AuditTrail, scope_name
 from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
+from remem.daemon.protocol.memory import PutChange
 from remem.daemon.server.runtime import DaemonPaths
 from tests.cli_process import remem
 from tests.daemon.helpers import waiting_for
@@ -178,15 +179,32 @@ async def test_interrupted_updates_whose_locks_other_processes_keep_do_not_stop_
 
 
 @MODES
-@pytest.mark.parametrize("command", [("context", "--cwd", "{project}"), ("log", "--global")])
+@pytest.mark.parametrize(
+    ("command", "lock_name"),
+    [
+        (("context", "--cwd", "{project}"), "global.lock"),
+        (("log", "--global"), "global.lock"),
+        (("show", "--cwd", "{project}"), "global.lock"),
+        (("show", "--cwd", "{project}"), "ws-{key}.lock"),
+    ],
+    ids=["context", "log", "show-global", "show-workspace"],
+)
 async def test_a_memory_read_whose_lock_another_process_keeps_is_said_by_the_cli(
-    home: Home, store: MemoryStore, project: Path, options: tuple[str, ...], command: tuple[str, ...]
+    home: Home,
+    store: MemoryStore,
+    project: Path,
+    workspace: WorkspaceId,
+    options: tuple[str, ...],
+    command: tuple[str, ...],
+    lock_name: str,
 ) -> None:
-    """`remem memory context` (a harness's hook runs it, decision 0538) and `remem memory log`
-    waited for Global's lock as long as another process kept it; a bounded wait's refusal is
-    said as the lock held, not as a bug in remem."""
+    """`remem memory context` (a harness's hook runs it, decision 0538), `remem memory log` and
+    `remem memory show` (Global's read, then the workspace's) waited for a scope's lock as long
+    as another process kept it; a bounded wait's refusal is said as the lock held, not as a bug
+    in remem."""
     store.replace_global(EMPTY, "Answer tersely.\n")
-    lock = home.locks / "global.lock"
+    store.commit_workspace(workspace, EMPTY, [PutChange.model_validate(put("one"))])
+    lock = home.locks / lock_name.format(key=workspace.key)
     args = [word.format(project=project) for word in command]
     with held(lock):
         ran = await asyncio.to_thread(remem, home, *options, "memory", *args, daemon=True)
