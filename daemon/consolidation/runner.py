@@ -375,9 +375,13 @@ class Consolidator:
 
     def _commit(self, receipt: Receipt, source: _Input, changes: list[ProposedChange]) -> ConsolidationResult:
         if not self._still_same(source):
-            return self._finish(
-                ended(receipt, Status.SOURCE_CHANGED, "the session changed during the review")
+            session = source.entry.summary.id
+            why = (
+                f"session {session} changed while it was reviewed (its file was written, moved or "
+                f"removed, or its harness took it up again), so the proposal, made for what it was "
+                f"before, was not committed; {_run_again(session)} to review it as it is now"
             )
+            return self._finish(ended(receipt, Status.SOURCE_CHANGED, why))
         receipt = moved(receipt, Status.COMMITTING)
         # From here readers of either scope wait for the barrier, or settle it after a crash.
         mark(self.home, receipt.review, source.workspace)
@@ -459,7 +463,7 @@ class Consolidator:
         done = status in SUCCEEDED
         source = _Observed(entry, idle_seconds, log.digest, review, projected, workspace, catalog, done)
         if not self._still_same(source):
-            raise Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
+            raise _changed_as_read(session_id)
         return source
 
     def _remembered(self, source: _Observed) -> _Input:
@@ -566,7 +570,7 @@ class Consolidator:
         entry = next((e for e in entries if e.summary.id == session), None)
         if entry is None:
             raise self._gone(source, entries, errors)
-        again = f"run `remem consolidate {session}` again"
+        again = _run_again(session)
         if entry.path != source.entry.path:
             raise Refused(
                 "SOURCE_CHANGED",
@@ -763,7 +767,7 @@ def _read_source(entry: Entry, idle_seconds: int) -> SessionLog | HarnessFile:
     """The session's content, read once and hashed (its digest is the review's): a DSH log, or a
     harness file, whose bytes must be those of the revision the catalog listed."""
     session_id = entry.summary.id
-    changed = Refused("SOURCE_CHANGED", f"session {session_id} changed while it was read; try again")
+    changed = _changed_as_read(session_id)
     if entry.format == "dsh":
         try:
             log = read_session(entry.path, expected_id=session_id)
@@ -781,6 +785,20 @@ def _read_source(entry: Entry, idle_seconds: int) -> SessionLog | HarnessFile:
     if read.revision != entry.summary.revision or read.session_id != session_id:
         raise changed
     return read
+
+
+def _run_again(session_id: str) -> str:
+    """What to do when the session changed under its review: review it anew (decision 0537)."""
+    return f"run `remem consolidate {session_id}` again"
+
+
+def _changed_as_read(session_id: str) -> Refused:
+    """The refusal of a review whose session changed while it was read to be frozen."""
+    return Refused(
+        "SOURCE_CHANGED",
+        f"session {session_id} changed while it was read for this review, so nothing was reviewed; "
+        f"{_run_again(session_id)} to review it as it is now",
+    )
 
 
 def _live(session_id: str, pid: int | None, changed_ns: int | None, idle_seconds: int) -> Refused:

@@ -449,6 +449,33 @@ def test_a_session_that_changes_during_the_review_is_source_changed(
     fake.reply_with(grow_then_propose)
     result = consolidate(home, source.id)
     assert result.status is Status.SOURCE_CHANGED and records(home, source) == []
+    assert result.reason == (
+        f"session {source.id} changed while it was reviewed (its file was written, moved or removed, "
+        "or its harness took it up again), so the proposal, made for what it was before, was not "
+        f"committed; run `remem consolidate {source.id}` again to review it as it is now"
+    )
+
+
+def test_a_session_written_while_the_review_reads_it_is_refused_saying_to_run_it_again(
+    home: Home, fake: FakeOpenAI, source: Source, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grown = write_source(tmp_path / "elsewhere", source.cwd, seed=1, turns=4)
+
+    def written_as_read(path: Path, **kwargs: Any) -> Any:
+        # The agent goes on between the listing and the review's read of the log.
+        source.path.write_bytes(grown.path.read_bytes())
+        os.utime(source.path, (1_600_000_000, 1_600_000_000))
+        return read_session(path, **kwargs)
+
+    monkeypatch.setattr(runner, "read_session", written_as_read)
+    with pytest.raises(Refused) as refused:
+        consolidate(home, source.id)
+    assert (refused.value.code, refused.value.message) == (
+        "SOURCE_CHANGED",
+        f"session {source.id} changed while it was read for this review, so nothing was reviewed; "
+        f"run `remem consolidate {source.id}` again to review it as it is now",
+    )
+    assert fake.count == 0
 
 
 def test_a_delete_and_a_put_commit_as_one_workspace_generation(
