@@ -87,7 +87,7 @@ from .receipts import (
 from .route import Route, RouteError, open_client, resolve_route
 from .settle import commit, mark, recover, unmark
 from .worker import LINE_ROOM_BYTES, Outcome, Progress, http_client, logged_bytes, run_attempt
-from .worker_log import WorkerLog, worker_log_path, worker_session_id
+from .worker_log import WorkerLog, unwritten, worker_log_path, worker_session_id
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -313,12 +313,15 @@ class Consolidator:
         faultpoint("consolidation.after-attempt-receipt")
         try:
             log = WorkerLog(self.home, review, attempt.number)
-            # Refused, the attempt is left `running` as after a crash: the next request closes it.
             with refused_as_unwritable(log.path.parent):
                 log.start(SYSTEM_RULES, [TOOL], route.provider, route.model, context)
         except SessionLogError as exc:
             why = f"the worker session could not be written: {exc.reason}"
             return self._finish(ended(receipt, Status.INTERNAL_ERROR, why))
+        except Unwritable as exc:
+            # The receipt, smaller and in another folder, says why, as for a later append's refusal:
+            # left `running`, readers would say it interrupted, naming no cause (decision 0543).
+            return self._finish(ended(receipt, Status.INTERNAL_ERROR, unwritten(exc)))
         return _Ready(receipt, log, context, evidence.ranges(), debug, source)
 
     def _adopt(

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from ..credentials import redact
-from ..fsutil import is_refused_write, remedy
+from ..fsutil import is_refused_write
 from ..limits import MIB, SESSION_LINE_MAX_BYTES, size_text
 from ..protocol.consolidation import EvidenceRange
 from ..sessions.errors import SessionLogError
@@ -53,7 +53,7 @@ from .provider_errors import (
     trust_ca,
 )
 from .route import InvalidBaseUrl, Route
-from .worker_log import ACCEPTED, ToolExchange, Usage, WorkerLog
+from .worker_log import ACCEPTED, ToolExchange, Usage, WorkerLog, unwritten
 
 if TYPE_CHECKING:  # openai takes most of a second to import: only an attempt pays for it
     import httpx2
@@ -256,8 +256,7 @@ async def _failed(exc: Exception, route: Route, log: WorkerLog) -> Outcome:
         )
     if isinstance(exc, OSError) and is_refused_write(exc):  # a full disk: no bug, and no frames
         log.close()  # the log is what failed; the receipt, smaller, may still be written
-        said = f"to go on, {remedy(exc.errno)}, then retry"
-        error = f"the worker session could not be written ({exc.strerror}); {said}"
+        error = unwritten(exc)
         _log.info("a consolidation attempt ended: %s", error)
         return Outcome("internal-error", error=error, cause=error)
     # The class and the frames, never the message: it may quote the model's answer.

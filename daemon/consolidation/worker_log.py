@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from ..fsutil import remedy
 from ..home import Home
 from ..sessions.catalog import WORKER_WORKSPACE
 from ..sessions.errors import SessionLogError
@@ -143,6 +144,15 @@ class WorkerLog:
             SessionEvent(type=kind, seq=first + n, time=_now_ms(), data=data, surfaceOp=op)
             for n, (kind, data, op) in enumerate(events)
         )
+
+
+def unwritten(refusal: OSError) -> str:
+    """Why an attempt ended whose worker session the disk refused (`fsutil.is_refused_write`), and
+    what to do: no bug, so no class nor frames."""
+    return (
+        f"the worker session could not be written ({refusal.strerror}); to go on, "
+        f"{remedy(refusal.errno)}, then retry"
+    )
 
 
 def read_back(path: Path) -> Recorded | None:

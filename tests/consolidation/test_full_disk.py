@@ -57,16 +57,15 @@ def answer(source: Source, said: str | None = None) -> object:
     return tool_call(proposal(put("prefer-uv", source.evidence())), content=said)
 
 
+WORKER_REFUSED = "the worker session could not be written (File too large); to go on, raise"
+
+
 @pytest.mark.parametrize(
     ("limit", "text", "said"),
     [
         (256, None, "memory/reviews refused a write (File too large), so nothing was changed there"),
-        (2048, None, "refused a write (File too large), so nothing was changed there"),  # the worker's
-        (
-            16384,
-            random.Random(7).randbytes(40_000).hex(),
-            "the worker session could not be written (File too large); to go on, raise",
-        ),
+        (2048, None, WORKER_REFUSED),  # its first lines
+        (16384, random.Random(7).randbytes(40_000).hex(), WORKER_REFUSED),
     ],
     ids=["receipt", "worker-session", "model-answer"],
 )
@@ -143,15 +142,23 @@ def test_a_review_whose_workspace_the_disk_refuses_after_global_says_so_and_fini
     assert [r.name for r in store.read_workspace(workspace).records] == ["mine", "prefer-uv"]
 
 
-def test_a_review_whose_worker_session_the_disk_refused_is_said_interrupted_not_killed(
+def test_a_review_whose_worker_session_the_disk_refused_from_its_start_is_said_failed_and_why(
     home: Home, fake: FakeOpenAI, source: Source
 ) -> None:
-    """A refused first write of the worker session leaves the attempt `running` for the next
-    run to close, and the run lets its lock go as it ends: readers say it interrupted. They said
-    its process was killed, which nothing did."""
+    """A refused first write of the worker session ends its attempt `internal-error` in the
+    receipt, saying the refusal and what to do, as a later append's does. It was left `running`,
+    which readers said interrupted ("its process was killed or could not record its end"),
+    naming no cause, though its run had said it and the receipt could still be written."""
     fake.reply(answer(source))
-    assert consolidate(home, source.id, limit=2048).returncode == 1
+    refused = consolidate(home, source.id, limit=2048)
+    assert refused.returncode == 1 and WORKER_REFUSED in refused.stdout, refused
     listed = remem(home, "--no-daemon", "sessions", "list", "--cwd", source.cwd)
     receipts = remem(home, "--no-daemon", "receipts")
+    assert "[internal-error]" in listed.stdout, listed.stdout
+    [line, why, _] = receipts.stdout.splitlines()
+    assert "internal-error" in line and why.strip().startswith(WORKER_REFUSED), receipts.stdout
     for said in (listed.stdout, receipts.stdout):
-        assert "interrupted" in said and "its process was killed or could not record its end" in said, said
+        assert "interrupted" not in said, said
+    [receipt] = ReceiptStore(home).all()
+    [attempt] = receipt.attempts
+    assert receipt.status is attempt.status is Status.INTERNAL_ERROR and attempt.endedAt, receipt
