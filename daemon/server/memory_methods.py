@@ -166,15 +166,35 @@ class MemoryMethods:
             self._committed(change, result)
         return result
 
-    async def scope_changed(self, scope: Scope) -> None:
-        """React to files of a scope changing on disk: reindex a valid workspace, announce news."""
+    async def scope_changed(self, scope: Scope) -> bool:
+        """React to files of a scope changing on disk: reindex a valid workspace, announce news.
+        False, the look left undone, when another process kept a lock of the scope for
+        `LOCK_WAIT_SECONDS` (a `--no-daemon` writer stopped in its work): the daemon's watcher
+        reports the scope again later, where the look held a worker thread, and the daemon's
+        stop, for as long as the lock was held."""
         async with self._turns[scope]:
-            change, kept = await self._off_loop(scope, lambda: (self._look(scope), self._kept_saves(scope)))
+            looked = await self._off_loop(scope, functools.partial(self._look_unless_held, scope))
+            if looked is None:
+                return False
+            change, kept = looked
             # A save kept beside a file (`<name>.unmerged-*`) coming or going leaves the revision
             # as it was, yet it is news to an editor that warns of it.
             kept_news = self._kept.get(scope, frozenset()) != kept
             self._kept[scope] = kept
             self._announce(scope, change, again=kept_news)
+        return True
+
+    def _look_unless_held(self, scope: Scope) -> tuple[MemoryChanged, frozenset[str]] | None:
+        try:
+            with bounded_lock_waits():
+                return self._look(scope), self._kept_saves(scope)
+        except ScopeBusy as exc:  # never what the files hold: the scope's name and the lock
+            log.warning(
+                "memory: the change of %s is looked at again later: another remem process holds %s",
+                _named(scope),
+                exc.lock,
+            )
+            return None
 
     def _compared(self, scope: Scope, result: CommitResult) -> CommitResult:
         """`result`, a commit's; a conflict found the scope at another revision on disk than
@@ -269,11 +289,10 @@ class MemoryMethods:
     def _unchecked(self, scope: Scope, why: str) -> None:
         # An edit found there before an entry is written was maybe made while no daemon ran.
         self.store.history.unreconciled(scope)
-        name = "Global memory" if scope is None else f"workspace {scope}"
         log.warning(
             "memory history: %s could not be checked at start (%s); its history is brought "
             "up to date at its next change or `remem memory log`",
-            name,
+            _named(scope),
             why,
         )
 
@@ -378,7 +397,11 @@ def _bounded(read: Callable[[], T]) -> Callable[[], T]:
 
 
 def _scope_of(entry: HistoryEntry) -> str:
-    return "Global memory" if entry.workspace is None else f"workspace {entry.workspace}"
+    return _named(entry.workspace)
+
+
+def _named(scope: Scope) -> str:
+    return "Global memory" if scope is None else f"workspace {scope}"
 
 
 async def _answered(work: Awaitable[T], home: Home) -> T:

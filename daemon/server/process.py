@@ -357,7 +357,8 @@ class Daemon:
         if isinstance(target, MemoryScope):
             # A review another process was committing may have died.
             await self.services.consolidation.settle()
-            await self.services.memory.scope_changed(target.key)
+            if not await self.services.memory.scope_changed(target.key):
+                self.watcher.report_again(target)  # another process holds its lock
         elif isinstance(target, SessionRoot):
             await self.services.sessions.root_changed(target.path)
         elif isinstance(target, SettingsFile):

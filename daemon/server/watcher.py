@@ -82,6 +82,9 @@ POLL_SECONDS = 1.0
 # How often each root is looked at: one that does not exist (any more) is looked for, a
 # watched one must still be the folder its watch is on (moved away or replaced, it is not).
 MISSING_ROOT_SECONDS = 2.0
+# How soon a target whose reaction could not look at it (another process holds its lock) is
+# reported again: its reaction then waits that lock's bound again, so not at once.
+REPORT_AGAIN_SECONDS = 10.0
 STARTING = "starting: the watches are being set up"
 # Runs one of the watcher's callbacks on the event loop: the daemon's (`Daemon._guarded`) stops
 # it as a crash on an unexpected error, where the loop only logged it and a callback that never
@@ -129,6 +132,7 @@ class Watcher:
         self._stopped = False
         self._first: asyncio.Event | None = None  # set once the first turn is back
         self._recheck: asyncio.TimerHandle | None = None
+        self._again: dict[Target, asyncio.TimerHandle] = {}  # targets to report again (`report_again`)
         self._failure: str | None = None  # why the last turn failed (said once, not every turn)
         self._status = WatchStatus(backend="off", paths=[], missing=[])
         # On the watcher's thread.
@@ -235,7 +239,23 @@ class Watcher:
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._guard, callback, *args)
 
+    def report_again(self, target: Target) -> None:
+        """Report `target` changed again in `REPORT_AGAIN_SECONDS`: its reaction could not look
+        at it now, and no event may come to report it (on the event loop)."""
+        if self._stopped or self._loop is None:
+            return
+        earlier = self._again.pop(target, None)
+        if earlier is not None:
+            earlier.cancel()
+        self._again[target] = self._loop.call_later(
+            REPORT_AGAIN_SECONDS, self._guard, self._report_again, target
+        )
+
     # -- on the event loop ---------------------------------------------------------------
+
+    def _report_again(self, target: Target) -> None:
+        del self._again[target]
+        self._touch(target)
 
     def _submit(
         self,
