@@ -456,7 +456,7 @@ def receipts(backend: Backend, session_id: str | None, as_json: bool) -> None:
             say(f"    {line}")
     for bad in found.errors:
         say(f"error: {one_line(bad.path)}: {one_line(bad.message)}", err=True)
-    # The folder's error of files named in bytes that are not UTF-8 is of no receipt: it counts them.
+    # The folder's error of files not named as a receipt (`misnamed`) is of no receipt: it counts them.
     damaged = sum(RECEIPT_NAME.fullmatch(Path(bad.path).name) is not None for bad in found.errors)
     unreadable = f", {damaged} unreadable" if damaged else ""
     say(f"{len(found.receipts)} receipt(s){unreadable}")

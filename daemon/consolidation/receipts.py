@@ -34,7 +34,7 @@ from ..credentials import mask_userinfo, redact
 from ..fsutil import atomic_rewrite, refused_as_unwritable
 from ..home import RECEIPT_NAME, Home
 from ..locks import LockUnusable, held_elsewhere
-from ..os_names import is_utf8, shown
+from ..os_names import shown
 from ..protocol.consolidation import Attempt, HistoryLink, Receipt, Status
 from ..protocol.sessions import ListError, ReviewState
 from ..safe_open import open_regular, refused, standing_at
@@ -294,20 +294,25 @@ class ReceiptStore:
         return sorted(receipts, key=lambda r: (r.createdAt, r.review)), sorted(errors, key=lambda e: e.path)
 
     def misnamed(self) -> ListError | None:
-        """The files of the receipts' folder named as a receipt is (`.md`, no dotfile) in bytes
-        that are not UTF-8, as one error naming how many and the first few (their bytes escaped):
-        no receipt, since remem names each by its review id, so no review state is made unknown by
-        them, but not passed over in silence. Other names are passed over as UTF-8 ones are (a
-        `notes.txt`, an editor's `.#a.md` lock). `HomeUnusable` as `listing`."""
-        names = [shown(n) for n in self._home.names_in(self.folder) if not is_utf8(n) and _receipt_like(n)]
+        """The files of the receipts' folder named as a receipt could be (`.md`, no dotfile) but
+        not as remem names one (`RECEIPT_NAME`: a `notes.md`, a receipt renamed by hand, a name
+        not UTF-8), as one error naming how many and the first few (bytes not UTF-8 escaped):
+        no receipt, so no review state is made unknown by them, but `remem receipts` does not
+        pass them over in silence, where a user looks for what the folder holds. Other names (a
+        `notes.txt`, an editor's `.#a.md` lock) are passed over. `HomeUnusable` as `listing`."""
+        names = [
+            shown(n)
+            for n in self._home.names_in(self.folder)
+            if _receipt_like(n) and not RECEIPT_NAME.fullmatch(n)
+        ]
         if not names:
             return None
         first = ", ".join(sorted(names)[:NAMED_FILES])
         more = f" and {len(names) - NAMED_FILES} more" if len(names) > NAMED_FILES else ""
         message = (
-            f"{len(names)} file(s) named in bytes that are not UTF-8 ({first}{more}) are no receipts "
-            "(remem names each by its review id) and were passed over; "
-            "rename or remove them"
+            f"{len(names)} file(s) not named as remem names a receipt ({first}{more}) are no receipts "
+            "(remem names each by its review id: 64 hex digits, then .md) and were passed over; move "
+            "them out of the folder, or give a receipt renamed by hand its name back"
         )
         return ListError(path=str(self.folder), message=message, kind="reviews")
 

@@ -64,7 +64,9 @@ def test_a_file_not_named_as_a_receipt_is_no_receipt_and_leaves_review_states_kn
 ) -> None:
     """An editor's lock link (`.#a.md`, Emacs's, leading nowhere) or a README beside the receipts
     was read as a receipt that could not be read, and every session's state was `unknown`:
-    remem names a receipt by its review id only, so nothing else there is one."""
+    remem names a receipt by its review id only, so nothing else there is one. `remem receipts`
+    says the README, a file a receipt could be taken for, as the folder's one error; the lock,
+    a dotfile, it passes over."""
     fake.reply(tool_call(both_scopes(source)))
     assert remem(home, "consolidate", source.id).returncode == 0
     folder = ReceiptStore(home).folder
@@ -79,7 +81,9 @@ def test_a_file_not_named_as_a_receipt_is_no_receipt_and_leaves_review_states_kn
     assert [row["review"]["state"] for row in answer["sessions"]] == ["consolidated"], answer  # type: ignore[index]
     assert answer["errors"] == [], answer
     assert footer == "1 session(s), 0 unreadable", footer
-    assert (len(receipts["receipts"]), receipts["errors"]) == (1, []), receipts
+    [error] = receipts["errors"]
+    assert len(receipts["receipts"]) == 1 and error["path"] == str(folder), receipts
+    assert error["message"].startswith("1 file(s) not named as remem names a receipt (README.md) "), error
 
 
 @pytest.mark.parametrize("daemon", [False, True], ids=["no-daemon", "daemon"])

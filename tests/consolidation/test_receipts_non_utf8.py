@@ -1,8 +1,9 @@
 """A file in the receipts' folder whose name is not UTF-8 is no receipt (remem names each by its
 review id): `remem receipts` lists every receipt and passes it over, saying so in one error of
-the folder that counts such files and names them, their bytes escaped (it was silent). Its raw
-name failed the daemon's answer as a bug (exit 4), and `--no-daemon` printed it with the
-surrogates Python keeps such bytes as; both are run here as the real `remem` process."""
+the folder that counts such files, UTF-8 ones a receipt could be taken for too, and names them,
+their bytes escaped (it was silent). Its raw name failed the daemon's answer as a bug (exit 4),
+and `--no-daemon` printed it with the surrogates Python keeps such bytes as; both are run here
+as the real `remem` process."""
 
 from __future__ import annotations
 
@@ -43,13 +44,13 @@ def test_a_file_named_not_utf8_is_no_receipt(home: Home, daemon: bool) -> None:
         [error] = answer["errors"]
         assert (error["path"], error["kind"]) == (str(folder), "reviews"), error
         assert error["message"].startswith(
-            "2 file(s) named in bytes that are not UTF-8 (\\xff.md, b\\xfe.md)"
+            "2 file(s) not named as remem names a receipt (\\xff.md, b\\xfe.md)"
         )
         assert [r["source"]["session"] for r in answer["receipts"]] == ["session-kept"]
         text = _remem(home, "receipts", daemon=daemon)
         assert text.returncode == 0, text.stderr
         assert "\\udc" not in text.stdout + text.stderr  # no surrogate written out as such
-        assert "2 file(s) named in bytes that are not UTF-8" in text.stderr
+        assert "2 file(s) not named as remem names a receipt" in text.stderr
     finally:
         if daemon:
             assert _remem(home, "daemon", "stop", daemon=True).returncode == 0
@@ -71,21 +72,32 @@ def test_files_named_not_utf8_are_not_counted_as_unreadable_receipts(home: Home)
     text = _remem(home, "receipts", daemon=False)
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines()[-1] == "1 receipt(s), 2 unreadable", text.stdout
-    assert "2 file(s) named in bytes that are not UTF-8 (a\\xff.md, b\\xfe.md)" in text.stderr
+    assert "2 file(s) not named as remem names a receipt (a\\xff.md, b\\xfe.md)" in text.stderr
 
 
-def test_only_names_a_receipt_could_have_are_said(home: Home) -> None:
-    """Every file named in bytes that are not UTF-8 was said (`z\\xff.txt`, an editor's lock),
-    where UTF-8 ones not named as a receipt (`notes.txt`, `.#a.md`) are passed over: only a
-    Markdown file that is no dotfile, which could be taken for a receipt, is said."""
+@pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "no-daemon"])
+def test_only_names_a_receipt_could_have_are_said_utf8_or_not(home: Home, daemon: bool) -> None:
+    """A Markdown file that is no dotfile, which could be taken for a receipt, is said whether its
+    name is UTF-8 or not: `c\\xff.md` was said and a `notes.md`, or a receipt renamed by hand,
+    passed over in silence, so a user looking for a review in `remem receipts` was not told why
+    it was missing. Other names (`z\\xff.txt`, `notes.txt`, an editor's `.#a.md` lock) are not."""
     reviewed(home, "session-kept", "a", "2026-01-01T00:00:00Z")
     folder = home.root / "memory" / "reviews"
+    for name in ("notes.md", f"{'b' * 64} (copy).md", "notes.txt", ".#a.md"):
+        (folder / name).touch()
     try:
-        for name in (b"z\xff.txt", b".#\xfe.md", b"c\xff.md"):
-            (folder / os.fsdecode(name)).touch()
+        for raw in (b"z\xff.txt", b".#\xfe.md", b"c\xff.md"):
+            (folder / os.fsdecode(raw)).touch()
     except OSError:
         pytest.skip("this file system refuses names that are not UTF-8")
-    done = _remem(home, "receipts", "--json", daemon=False)
+    try:
+        done = _remem(home, "receipts", "--json", daemon=daemon)
+    finally:
+        if daemon:
+            assert _remem(home, "daemon", "stop", daemon=True).returncode == 0
     assert done.returncode == 0, done.stderr
-    [error] = json.loads(done.stdout)["errors"]
-    assert error["message"].startswith("1 file(s) named in bytes that are not UTF-8 (c\\xff.md) "), error
+    answer = json.loads(done.stdout)
+    [error] = answer["errors"]
+    named = f"{'b' * 64} (copy).md, c\\xff.md, notes.md"
+    assert error["message"].startswith(f"3 file(s) not named as remem names a receipt ({named}) "), error
+    assert [r["source"]["session"] for r in answer["receipts"]] == ["session-kept"]
