@@ -17,8 +17,9 @@ from remem.daemon.cli.backend import Backend
 from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
 from remem.daemon.protocol.rpc import RpcError
-from tests.consolidation.conftest import Source, fake, proposal, put, source  # noqa: F401 - fixtures
 from tests.fake_openai import FakeOpenAI, tool_call
+
+from .conftest import Source, proposal, put
 
 
 def _remem(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
@@ -33,8 +34,8 @@ def _remem(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_each_change_is_named_with_the_turns_of_its_evidence(
     home: Home,
-    fake: FakeOpenAI,  # noqa: F811 - a parameter, not the fixture
-    source: Source,  # noqa: F811
+    fake: FakeOpenAI,
+    source: Source,
 ) -> None:
     """It said only "committed, 2 change(s) — review …", and `receipts` only the names."""
     both = [*source.evidence(0), *source.evidence(2)]
@@ -76,7 +77,7 @@ def test_each_change_is_named_with_the_turns_of_its_evidence(
     assert gone[1] == f"    added prefer-uv (feedback) ← events {first.fromSeq}–{first.toSeq}", gone
 
 
-def _committed(home: Home, fake: FakeOpenAI, source: Source) -> str:  # noqa: F811
+def _committed(home: Home, fake: FakeOpenAI, source: Source) -> str:
     """A review that committed one change, in this process; its id."""
     fake.reply(tool_call(proposal(put("prefer-uv", source.evidence(1)))))
     done = _remem(home, "consolidate", source.id)
@@ -88,8 +89,8 @@ def _committed(home: Home, fake: FakeOpenAI, source: Source) -> str:  # noqa: F8
 
 def test_a_run_whose_daemon_is_gone_after_it_says_its_changes_without_turns(
     home: Home,
-    fake: FakeOpenAI,  # noqa: F811
-    source: Source,  # noqa: F811
+    fake: FakeOpenAI,
+    source: Source,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """After the commit `remem consolidate` reads the receipt again for its turns: a daemon gone by
@@ -105,8 +106,8 @@ def test_a_run_whose_daemon_is_gone_after_it_says_its_changes_without_turns(
 
 def test_receipts_ask_once_for_a_session_whose_receipt_is_refused(
     home: Home,
-    fake: FakeOpenAI,  # noqa: F811
-    source: Source,  # noqa: F811
+    fake: FakeOpenAI,
+    source: Source,
 ) -> None:
     receipt = ReceiptStore(home).read(_committed(home, fake, source))
     assert receipt is not None
