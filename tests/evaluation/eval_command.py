@@ -4,6 +4,7 @@ with the fake provider's key (or none)."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 from remem.daemon.home import Home
@@ -19,3 +20,10 @@ def eval_env(key: str | None = "sk-test", **more: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
     env.update({KEY_ENV: key} if key else {})
     return env | more
+
+
+def remem(home: Home, *args: str, key: str | None = "sk-test") -> subprocess.CompletedProcess[str]:
+    """`remem eval ARGS` run to its end, with `key` as the fake provider's (None: no key)."""
+    return subprocess.run(
+        eval_command(home, *args), env=eval_env(key), capture_output=True, text=True, timeout=120
+    )

@@ -16,16 +16,10 @@ from tests.scripted_model import serve
 from tests.sessions.factory import ScriptedTurn, build_scripted_session, write_session
 
 from .conftest import KEY_ENV
-from .eval_command import eval_command, eval_env
+from .eval_command import eval_command, eval_env, remem
 
 pytestmark = pytest.mark.slow  # `remem eval` runs the whole labelled set in processes: 10-30 s each
 MARKER = "private-marker-7f3a"
-
-
-def remem(home: Home, *args: str, key: str | None = "sk-test") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        eval_command(home, *args), env=eval_env(key), capture_output=True, text=True, timeout=120
-    )
 
 
 def test_eval_measures_the_harness_and_says_so(user_home: Home, fake: FakeOpenAI, tmp_path: Path) -> None:

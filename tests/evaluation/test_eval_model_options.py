@@ -11,7 +11,7 @@ from remem.daemon.settings import ConsolidationSettings
 from tests.fake_openai import FakeOpenAI
 
 from .conftest import KEY_ENV
-from .test_cli import remem
+from .eval_command import remem
 
 pytestmark = pytest.mark.slow  # the real CLI in its own process
 CASE = "dsh/decision"  # one case that asks the model

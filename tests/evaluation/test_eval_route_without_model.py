@@ -12,7 +12,7 @@ from tests.fake_openai import FakeOpenAI
 from tests.scripted_model import serve
 
 from .conftest import KEY_ENV
-from .test_cli import remem
+from .eval_command import remem
 
 pytestmark = pytest.mark.slow  # each run is the real CLI in its own process
 CASE = "dsh/decision"  # one case that asks the model

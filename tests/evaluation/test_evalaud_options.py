@@ -7,7 +7,7 @@ import pytest
 from remem.daemon.home import Home
 from tests.fake_openai import FakeOpenAI
 
-from .test_cli import remem
+from .eval_command import remem
 
 pytestmark = pytest.mark.slow  # the real CLI in its own process
 

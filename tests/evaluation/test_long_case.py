@@ -17,7 +17,7 @@ from tests.fake_openai import FakeOpenAI
 from tests.scripted_model import serve
 
 from .conftest import decision_read_as_broken
-from .test_cli import remem
+from .eval_command import remem
 
 BROKEN = "line 3 is not JSON"
 
