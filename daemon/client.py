@@ -18,13 +18,16 @@ import itertools
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any, BinaryIO
 
 from .home import HOME_ENV, Home
@@ -659,18 +662,91 @@ LAST_WORDS_BYTES = 64 * 1024  # of a failed start's log, read for its last state
 
 def call(
     home: Home, method: str, params: dict[str, Any] | None = None, *, start: bool = True,
-    listener: Listener | None = None, greeted: Greeted | None = None,
+    listener: Listener | None = None, greeted: Greeted | None = None, stops: Stops | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """One synchronous request (for the CLI): connect or start, call, close."""
+    """One synchronous request (for the CLI): connect or start, call, close. Given `stops`, the
+    request is cancelled by the first stop (`_cancelled_on_stop`)."""
 
     async def once() -> dict[str, Any]:
         client = await AsyncDaemonClient.open(home, start=start, listener=listener, greeted=greeted)
         try:
-            return await client.call(method, params)
+            if stops is None:
+                return await client.call(method, params)
+            return await _cancelled_on_stop(client, method, params or {}, stops)
         finally:
             await client.close()
 
     return asyncio.run(once())
+
+
+@dataclass(frozen=True)
+class Stops:
+    """A request's cancel (`Method.cancel`) and the stops heard, each signal appended to `heard`."""
+
+    cancel: str
+    heard: list[int]
+
+
+async def _cancelled_on_stop(
+    client: AsyncDaemonClient, method: str, params: dict[str, Any], stops: Stops
+) -> dict[str, Any]:
+    """The answer to `method`, whose first SIGINT, SIGTERM or SIGHUP (one not ignored) sends
+    `stops.cancel` with the same params on the same connection, after the request: the answer
+    then says what the cancel did, a review cancelled, or one past the point a cancel stops it
+    ended as it would have (closed at once, the command could only guess). A later stop is the
+    caller's handler's, put back at the first: the daemon may take long to answer."""
+    answer = asyncio.ensure_future(client.call(method, params))
+    stopped, loop = asyncio.Event(), asyncio.get_running_loop()
+
+    def stop_by(stop: int, frame: FrameType | None) -> None:
+        stops.heard.append(stop)
+        _give_back(before)
+        loop.call_soon_threadsafe(stopped.set)
+
+    before: dict[signal.Signals, Any] = {}
+    for stop in _STOPS:
+        if signal.getsignal(stop) != signal.SIG_IGN:
+            before[stop] = signal.signal(stop, stop_by)
+    waiting = asyncio.ensure_future(stopped.wait())
+    try:
+        with _woken_by_signals(loop):
+            await asyncio.wait({answer, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if not answer.done():
+            await client.call(stops.cancel, params)
+        return await answer
+    finally:
+        waiting.cancel()
+        _give_back(before)
+
+
+@contextmanager
+def _woken_by_signals(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """The loop woken by every signal: one the kernel hands to another thread (the daemon's
+    reaper) only marks the main thread, asleep in the loop's wait for an answer that comes only
+    once the handler has sent the cancel; written to the wakeup fd, it wakes that wait, and the
+    handler runs."""
+    woken, waker = socket.socketpair()
+    for end in (woken, waker):
+        end.setblocking(False)
+    loop.add_reader(woken.fileno(), lambda: woken.recv(4096))
+    before = signal.set_wakeup_fd(waker.fileno(), warn_on_full_buffer=False)
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(before)
+        loop.remove_reader(woken.fileno())
+        woken.close()
+        waker.close()
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _give_back(handlers: dict[signal.Signals, Any]) -> None:
+    """Each signal's handler of `handlers` put back, once."""
+    while handlers:
+        stop, handler = handlers.popitem()
+        signal.signal(stop, handler)
 
 
 @dataclass(frozen=True)
@@ -681,6 +757,7 @@ class SocketTransport:
     start: bool = True
     listener: Listener | None = None
     greeted: Greeted | None = None
+    stops: list[int] | None = None  # given, a method that has a cancel sends it on the first stop
 
     def request(self, method: Method[Params, Result], params: Params) -> Result:
         """The daemon's answer. A request whose connection broke because the daemon stopped as
@@ -718,9 +795,10 @@ class SocketTransport:
         return self._ask(method, params, self.greeted)
 
     def _ask(self, method: Method[Params, Result], params: Params, greeted: Greeted | None) -> Result:
+        stops = None if self.stops is None or method.cancel is None else Stops(method.cancel, self.stops)
         answer = call(
             self.home, method.name, params.model_dump(mode="json"), start=self.start, listener=self.listener,
-            greeted=greeted,
+            greeted=greeted, stops=stops,
         )  # fmt: skip
         return method.result.model_validate(answer)
 

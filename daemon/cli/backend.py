@@ -66,10 +66,11 @@ class Backend:
         asks only a daemon that runs, and raises `DaemonUnavailable` when none does, and every
         refusal as the daemon answered it (`RpcError`, a bug's and a too large answer's too):
         the caller, which has its own way on, decides; nothing here ends the command. Given
-        `stops`, a call in this process hears SIGINT, SIGTERM and SIGHUP (each one not ignored)
-        as a cancel of its run, appending each to `stops` (see `cancelled_by_stops`)."""
+        `stops`, a call hears SIGINT, SIGTERM and SIGHUP (each one not ignored) as a cancel of
+        its run, appending each to `stops`: in this process `cancelled_by_stops`; through the
+        daemon, its method's cancel, sent on the first (`client.SocketTransport`)."""
         if self.use_daemon and not roots:
-            return DaemonApi(_ThroughDaemon(self.home, listener, self.greetings, start))
+            return DaemonApi(_ThroughDaemon(self.home, listener, self.greetings, start, stops))
         return DaemonApi(_in_process(self.home, roots, listener, stops))
 
     def harness_defaults(self, roots: Sequence[Path] = ()) -> list[Root]:
@@ -147,6 +148,7 @@ class _ThroughDaemon:
     listener: Listener | None
     greetings: Greetings
     start: bool
+    stops: list[int] | None = None
 
     def request(self, method: Method[Params, Result], params: Params) -> Result:
         # Loaded by the commands that call the daemon, not by every `remem` start (`remem lsp`).
@@ -161,7 +163,7 @@ class _ThroughDaemon:
                 self.greetings.warned = _warn_if_elsewhere(self.home, hello)
 
         try:
-            transport = client.SocketTransport(self.home, self.start, self.listener, greeted)
+            transport = client.SocketTransport(self.home, self.start, self.listener, greeted, self.stops)
             answer = transport.request(method, params)
         except client.RequestTooLarge:
             # Past any valid request's size, so the same handlers here say what is wrong with it.

@@ -91,11 +91,9 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
         try:
             result = backend.api(listener=show_progress, stops=stops.heard).consolidate(params)
         except RpcError as exc:
+            if stops.heard and exc.code == CONSOLIDATION_REFUSED and exc.data.get("code") == "CANCELLED":
+                stops.end(f"remem: interrupted: {exc.message}")
             _refused(exc, as_json, backend, session_id)
-        except KeyboardInterrupt:
-            if not backend.use_daemon:  # before or after the review: a review under way is cancelled
-                raise
-            _stop_in_daemon(stops, params)
         stops.result = result
         if as_json:
             emit_json(result)
@@ -330,8 +328,8 @@ class _Stops:
         all went well."""
         if self.result is None or (self.as_json and not self.json_written):
             return _interrupted_status(self.heard)
-        if self.result.status is Status.CANCELLED and not self.backend.use_daemon:
-            return _interrupted_status(self.heard)  # in this process only a stop cancels
+        if self.result.status is Status.CANCELLED and self.heard:
+            return _interrupted_status(self.heard)  # the stop's cancel, or one as it came
         return _EXIT.get(self.result.status, EXIT_PROBLEMS if self.result.status in FAILED else 0)
 
     def end(self, line: str | None = None) -> NoReturn:
@@ -340,6 +338,12 @@ class _Stops:
         say_stopped(line or self._stopped(), self.status())
 
     def _stopped(self) -> str:
+        if self.result is None and self.backend.use_daemon and len(self.heard) > 1:
+            # Stopped again before the daemon answered the first stop's cancel.
+            return (
+                "remem: interrupted before the daemon answered its cancel: the review may still commit "
+                f"(remem receipts --session {self.session} shows what became of it)"
+            )
         if self.result is None:
             return f"remem: interrupted (remem receipts --session {self.session} shows any review it began)"
         how = " and how to undo it" if self.result.status is Status.COMMITTED else ""
@@ -353,13 +357,14 @@ class _Stops:
 def _stops_as_ctrl_c(stops: _Stops) -> Iterator[None]:
     """SIGTERM (`kill`, `timeout`, a CI runner cancelling) and SIGHUP (the terminal closed) heard
     as Ctrl-C is, each stop appended to `stops.heard`: as a KeyboardInterrupt, even while SIGINT
-    is ignored (`cmd &` in a script), until the command exits. While a run goes on in this
-    process, it hears every stop itself and cancels (`Backend.api`'s `stops`). Killed by them,
-    the client left the daemon's review to commit, or its own review half recorded, after the
-    user walked away (decision 0528). A stop the process was started ignoring (`nohup`'s SIGHUP)
-    stays ignored. Once the review answered, or after a first stop, a stop ends the command
-    where it is (`_Stops.end`); once its exit is under way it changes nothing: raised, the top
-    level said it "remem: interrupted", 130, whatever the exit was."""
+    is ignored (`cmd &` in a script), until the command exits. While the run goes on, its call
+    hears the first stop itself and cancels it (`Backend.api`'s `stops`), in this process or
+    through the daemon, whose answer then says what the cancel did. Killed by them, the client
+    left the daemon's review to commit, or its own review half recorded, after the user walked
+    away (decision 0528). A stop the process was started ignoring (`nohup`'s SIGHUP) stays
+    ignored. Once the review answered, or after a first stop, a stop ends the command where it
+    is (`_Stops.end`); once its exit is under way it changes nothing: raised, the top level said
+    it "remem: interrupted", 130, whatever the exit was."""
 
     def as_ctrl_c(signum: int, frame: FrameType | None) -> None:
         stops.heard.append(signum)
@@ -384,8 +389,8 @@ def _stops_as_ctrl_c(stops: _Stops) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _ended_by_stops(stops: _Stops) -> Iterator[None]:
-    """A stop the run did not take as its cancel ends the command: in this process one before
-    the review, through the daemon one while the first stop's cancel is sent (`_Stops.end`).
+    """A stop the run did not take as its cancel ends the command: one before the review, or
+    through the daemon one before it answered the first stop's cancel (`_Stops.end`).
     What was left to print is not worth the wait of a user who gave up (decision 0540). Once a
     stop is heard, output that cannot be written (a closed terminal's EIO) ends it so too,
     quietly."""
@@ -404,14 +409,6 @@ def _interrupted_status(heard: list[int]) -> int:
     """The exit status of a run a stop ended: 128 + the signal, as shells report a process it
     killed (130 for Ctrl-C)."""
     return 128 + heard[0] if heard else EXIT_INTERRUPTED
-
-
-def _stop_in_daemon(stops: _Stops, params: ConsolidateParams) -> NoReturn:
-    """Ctrl-C (or SIGTERM, SIGHUP) ends this process, not the daemon's review: that is asked to
-    stop too, or it would commit after the user gave up on it."""
-    if stops.backend.api().cancel_consolidation(params).cancelled:
-        stops.end("remem: interrupted; the daemon cancelled the review")
-    stops.end(f"remem: interrupted; the review had ended (remem receipts --session {params.session})")
 
 
 # A review its receipt says is under way, which no run holds.

@@ -552,6 +552,9 @@ class Method(Generic[Params, Result]):
     result: type[Result]
     resend: bool = True
     again: str | None = None
+    # The method that asks a request of this one to stop, sent with the same params on the same
+    # connection: the request's own answer then says what became of it.
+    cancel: str | None = None
 
 
 DAEMON_HELLO = Method("daemon/hello", HelloParams, HelloResult)
@@ -583,7 +586,9 @@ SESSIONS_FORK = Method(
 )  # fmt: skip
 SESSIONS_RENAME = Method("sessions/rename", RenameParams, MetaResult, resend=False)
 SESSIONS_ARCHIVE = Method("sessions/archive", ArchiveParams, MetaResult, resend=False)
-CONSOLIDATION_RUN = Method("consolidation/run", ConsolidateParams, ConsolidationResult, resend=False)
+CONSOLIDATION_RUN = Method(
+    "consolidation/run", ConsolidateParams, ConsolidationResult, resend=False, cancel="consolidation/cancel"
+)
 CONSOLIDATION_CANCEL = Method("consolidation/cancel", ConsolidateParams, CancelResult)
 CONSOLIDATION_RECEIPTS = Method("consolidation/receipts", ReceiptsParams, ReceiptsResult)
 CONSOLIDATION_RECEIPT = Method("consolidation/receipt", ReviewParams, ReceiptView)

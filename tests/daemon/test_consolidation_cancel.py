@@ -1,5 +1,7 @@
 """A cancel that arrives before the review has begun still gets the run an answer; one that
-arrives while two runs of a session overlap stops both; Ctrl-C on the CLI is one too."""
+arrives while two runs of a session overlap stops both; Ctrl-C on the CLI is one too, and the
+CLI says what it did: a review past its commit barrier, which the daemon commits all the same,
+was said "the daemon cancelled the review", exit 128 + the signal."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.rpc import CONSOLIDATION_REFUSED, RpcError
 from tests.consolidation.conftest import KEY_ENV, Source, configure, proposal, put, write_source
 from tests.fake_openai import FakeOpenAI, slow, tool_call
+from tests.scratch import hooked_pythonpath
 from tests.waiting import until
 
 pytestmark = pytest.mark.slow
@@ -92,7 +95,10 @@ def test_a_cancel_stops_the_run_asking_the_model_and_the_one_queued_behind_it(
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 @pytest.mark.parametrize(
     ("where", "said"),
-    [([], "the daemon cancelled the review"), (["--no-daemon"], "cancelled before any memory was written")],
+    [
+        ([], "cancelled before any memory was written"),
+        (["--no-daemon"], "cancelled before any memory was written"),
+    ],
     ids=["through-the-daemon", "in-process"],
 )
 def test_an_interrupted_consolidate_cancels_the_review(
@@ -106,6 +112,58 @@ def test_an_interrupted_consolidate_cancels_the_review(
     out, err = running.communicate(timeout=30)
     assert running.returncode == 128 + stop and said in out + err, out + err  # as shells report it
     _assert_cancelled(home, served[1])
+
+
+# Past its barrier, the review waits, before it marks itself committing, until a cancel has
+# been answered: a stop the test sends once the review is committing is then always too late,
+# and always heard before the commit. (Once marked, a cancel waits for the commit to end, as
+# every request that may read memory does.)
+_COMMITS_ONCE_CANCELLED = """
+import threading
+from remem.daemon.consolidation import runner
+from remem.daemon.server import consolidation_methods
+
+_cancelled = threading.Event()
+_commit = runner.Consolidator._commit
+_cancel = consolidation_methods.ConsolidationMethods.cancel
+
+
+def _commit_once_cancelled(self, *args):
+    _cancelled.wait()
+    return _commit(self, *args)
+
+
+async def _cancel_told(self, params):
+    answer = await _cancel(self, params)
+    _cancelled.set()
+    return answer
+
+
+runner.Consolidator._commit = _commit_once_cancelled
+consolidation_methods.ConsolidationMethods.cancel = _cancel_told
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_too_late_to_cancel_the_review_says_it_committed(
+    home: Home, served: tuple[FakeOpenAI, Source], monkeypatch: pytest.MonkeyPatch, stop: signal.Signals
+) -> None:
+    fake, source = served
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    monkeypatch.setenv("PYTHONPATH", hooked_pythonpath(_COMMITS_ONCE_CANCELLED, "remem-commit-held-"))
+    with subprocess.Popen(
+        [*_remem(home), "consolidate", source.id], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as running:
+        assert running.stderr is not None
+        for line in running.stderr:  # past the commit barrier: no cancel stops it now
+            if "committing to memory" in line:
+                break
+        running.send_signal(stop)
+        out, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
+    listed = subprocess.run([*_remem(home), "receipts", "--json"], capture_output=True, text=True)
+    [receipt] = json.loads(listed.stdout)["receipts"]
+    committed = f"committed, 1 change(s) — review {receipt['review']}, attempt 1"
+    assert (running.returncode, out.splitlines()[:1], "cancel" in err) == (0, [committed], False), out + err
 
 
 def _ignoring_ctrl_c() -> None:
