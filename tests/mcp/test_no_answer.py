@@ -23,13 +23,12 @@ from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.memory import PutChange
 from remem.daemon.server.runtime import DaemonPaths
 from tests.cli_process import remem
-from tests.daemon.helpers import waiting_for
+from tests.scratch import hooked_pythonpath
 from tests.waiting import until
 
 from .conftest import EMPTY, agent, put, text_of
 
 pytestmark = pytest.mark.asyncio
-LOCKS_SHOWN = pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks")
 MODES = pytest.mark.parametrize("options", [(), ("--no-daemon",)], ids=["daemon", "no-daemon"])
 
 
@@ -106,26 +105,51 @@ async def test_a_lock_another_process_keeps_is_said_and_nothing_is_written(
     assert not committed.is_error, text_of(committed)
 
 
-@LOCKS_SHOWN
+# A bounded take of a lock tries it without blocking, which /proc/locks does not show: the
+# daemon marks each lock it tries so in the folder $REMEM_TEST_TRIED names.
+TRIED_ENV = "REMEM_TEST_TRIED"
+_TRIES_MARKED = f"""
+import os
+from pathlib import Path
+from remem.daemon.memory import store
+
+_take = store._bounded_take
+
+
+def _marked_take(path, own, *, within, shared):
+    Path(os.environ["{TRIED_ENV}"], path.name).touch()
+    return _take(path, own, within=within, shared=shared)
+
+
+store._bounded_take = _marked_take
+"""
+
+
 async def test_memory_history_is_answered_within_one_deadline_for_both_its_reads(
-    home: Home, project: Path, workspace: WorkspaceId, monkeypatch: pytest.MonkeyPatch
+    home: Home, project: Path, workspace: WorkspaceId, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """memory_history reads two histories, this project's then Global's, each a call to the
     daemon: each had a deadline of its own, so the tool call could wait twice as long as
     REMEM_MCP_CALL_SECONDS promises. Each read is kept by its scope's lock, another process's
     (a `--no-daemon` writer), for 3 s: under the 5 s deadline alone, past it together."""
     monkeypatch.setenv(CALL_SECONDS_ENV, "5")
-    pid = serving(home)
+    tried = tmp_path / "tried"
+    tried.mkdir()
+    monkeypatch.setenv(TRIED_ENV, str(tried))
+    monkeypatch.setenv("PYTHONPATH", hooked_pythonpath(_TRIES_MARKED, "remem-tries-marked-"))
+    serving(home)
     async with agent(home, project) as session:
         await session.context()
         assert not (await session.update(put("one"))).is_error
         workspace_lock, global_lock = home.locks / f"ws-{workspace.key}.lock", home.locks / "global.lock"
         with held(global_lock):
             with held(workspace_lock):
+                for mark in tried.iterdir():  # the marks of the context's and the update's takes
+                    mark.unlink()
                 asked = asyncio.create_task(session.call("memory_history"))
-                await until(lambda: waiting_for(workspace_lock) == pid, what="the project's read")
+                await until((tried / workspace_lock.name).exists, what="the project's read")
                 await asyncio.sleep(3)  # how long the read is kept, not a wait for anything
-            await until(lambda: waiting_for(global_lock) == pid, what="Global's read")
+            await until((tried / global_lock.name).exists, what="Global's read")
             await asyncio.sleep(3)
         result = await asked
     _refusal(result, "remem's memory service did not answer within 5 s", "call memory_context")
