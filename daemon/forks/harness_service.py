@@ -311,11 +311,12 @@ def _selection(data: bytes, parent: Path, turn: int, *, stopped: bool) -> Select
         raise OperationError(_REFUSALS[refused.code], f"{parent}: {why}") from None
 
 
-def stale_source(parent: Path, expected: str, now: str, *, why: str = "") -> OperationError:
-    """The refusal of a fork asked for at revision `expected` of the file `parent`, now at `now`
-    (`why`: what changed, when its bytes did not)."""
-    changed = f"{parent} changed since revision {expected} (now {now})" + (f": {why}" if why else "")
-    return OperationError("STALE_SOURCE", f"{changed}; re-read it and choose the turn again")
+def stale_source(parent: Path, expected: str, now: str) -> OperationError:
+    """The refusal of a fork asked for at revision `expected` of the file `parent`, now at `now`."""
+    return OperationError(
+        "STALE_SOURCE",
+        f"{parent} changed since revision {expected} (now {now}); re-read it and choose the turn again",
+    )
 
 
 def _digest(inherited: memoryview) -> str:

@@ -17,12 +17,13 @@ from typing import Literal
 
 from ..protocol.forks import LIVE_MARK, ForkRequest, ForkResult
 from ..protocol.rpc import TurnRow
-from ..protocol.sessions import SessionFormat, SessionMeta
+from ..protocol.sessions import SessionFormat, SessionMeta, TurnSummary
 from ..sessions.catalog import Entry, SessionCatalog, SessionNotFound
 from ..sessions.errors import OperationError
 from ..sessions.formats.jsonl import LineTooLong
 from ..sessions.harness_homes import resume_place
 from ..sessions.harness_sources import view_of
+from ..sessions.projection import Projection
 from ..sessions.published import PublishedLogs
 from . import codex_child
 from .cut import check_anchor, no_turn
@@ -210,36 +211,79 @@ def _after_turn(
 ) -> int | None:
     if recorded is not None:
         return recorded.forkTurn
-    _check_revision(catalog, entry, request.expectedRevision)
+    shown = _turns_shown(catalog, entry, request.expectedRevision)
+    if shown is not None:
+        now = catalog.projection_of(entry)
+        if _cut(catalog, entry, request, shown) != _cut(catalog, entry, request, now):
+            raise _read_at_other_liveness(entry, request)
+    return _named_turn(catalog, entry, request)
+
+
+def _turns_shown(catalog: SessionCatalog, entry: Entry, expected: str | None) -> Projection | None:
+    """The session's turns as the client read them at the revision `expected`, when it read
+    them at another liveness; None when it read them as they are now. Refuses (`STALE_SOURCE`)
+    a fork whose file changed since: said before the turn is looked for, as in the session as it
+    is now the turn the client chose may be missing, or another one (decision 0369)."""
+    now = entry.turns_revision
+    if expected is None or expected == now:
+        return None
+    if _file_revision(expected) != entry.summary.revision:
+        raise stale_source(entry.path, expected, now)
+    projection = catalog.projection_of(entry)
+    return projection.model_copy(update={"turns": catalog.turns_read(entry, live=not entry.live_cut)})
+
+
+def _named_turn(
+    catalog: SessionCatalog, entry: Entry, request: ForkRequest, projection: Projection | None = None
+) -> int | None:
+    """The turn the fork names in the session's turns `projection` (its turns now, read only when
+    it names one: the default fork leaves the file to the harness fork), None for the last
+    forkable one."""
     if request.afterTurn is not None:
-        count = len(catalog.projection_of(entry).turns)
+        count = len((projection or catalog.projection_of(entry)).turns)
         if not 1 <= request.afterTurn <= count:  # said as a DSH session's is, not by the file
             raise no_turn(entry.summary.id, request.afterTurn, count)
         return request.afterTurn
-    return None if request.atSeq is None else _turn_at(catalog, entry, request.atSeq)
+    if request.atSeq is None:
+        return None
+    return _turn_at(catalog, entry, request.atSeq, projection or catalog.projection_of(entry))
 
 
-def _check_revision(catalog: SessionCatalog, entry: Entry, expected: str | None) -> None:
-    """Refuse (`STALE_SOURCE`) a fork asked for at the revision `expected` of the session's
-    turns, which `entry` is no longer at. Said before the turn is looked for: in the session as
-    it is now, the turn the client chose may be missing, or another one (decision 0369). Turns
-    read from the same file while the session was live, and now quiet (or the other way round),
-    are still its turns if they end at the same lines either way (decision 0544)."""
-    now = entry.turns_revision
-    if expected is None or expected == now:
-        return
-    if _file_revision(expected) != entry.summary.revision:
-        raise stale_source(entry.path, expected, now)
-    if catalog.turns_read(entry, live=not entry.live_cut) != catalog.projection_of(entry).turns:
-        raise stale_source(entry.path, expected, now, why=_liveness_moved(entry))
+def _cut(
+    catalog: SessionCatalog, entry: Entry, request: ForkRequest, projection: Projection
+) -> list[TurnSummary] | None:
+    """The turns the fork copies from the session's turns `projection`, None if it names no
+    turn of them. Only a Claude Code session's last turn ends elsewhere live than quiet (decision
+    0535), so a fork after an earlier turn cuts the same lines at either liveness (decision 0544)."""
+    try:
+        turn = _named_turn(catalog, entry, request, projection)
+    except OperationError:
+        return None  # refused for what it names in the turns as they are now, if it is there too
+    return [t for t in projection.turns if turn is None or t.turn <= turn]
 
 
-def _liveness_moved(entry: Entry) -> str:
-    """How the end of a Claude Code session's last turn moved since its turns were read at the
-    other liveness (decision 0535)."""
+def _read_at_other_liveness(entry: Entry, request: ForkRequest) -> OperationError:
+    """The refusal of a fork whose turns were read at the revision `expectedRevision`, while the
+    session was live or quiet, which it no longer is, and where the turn it names ends elsewhere."""
+    if request.afterTurn is not None:
+        named = f"turn {request.afterTurn}"
+    elif request.atSeq is not None:
+        named = f"the turn of line {request.atSeq}"
+    else:
+        named = "its last turn"
     if entry.live_cut:
-        return "it is live again, so its last turn ends at its answer, before the tool calls made after it"
-    return "no harness writes it any more, so its last turn ends past the tool calls made after its answer"
+        read = "as a listing gives them, or as read while no harness wrote it"
+        now = (
+            f"a harness may write it now, so {named} ends at its answer, before the tool calls made after it"
+        )
+    else:
+        read = "read while a harness could still write it"
+        now = f"no harness writes it any more, so {named} ends past the tool calls made after its answer"
+    return OperationError(
+        "STALE_SOURCE",
+        f"{entry.path}: revision {request.expectedRevision} names its turns {read}; {now}. Take the "
+        f"revision from `remem sessions turns {entry.summary.id} --json` and choose the turn again",
+    )
 
 
 def _file_revision(revision: str) -> str:
@@ -247,12 +291,11 @@ def _file_revision(revision: str) -> str:
     return revision.removesuffix(LIVE_MARK)
 
 
-def _turn_at(catalog: SessionCatalog, entry: Entry, line: int) -> int:
-    """The turn whose line range holds `line`. A turn that cannot be branched from has no end
-    (`endSeq` None): its lines run to the next turn's, so the fork names it and is refused for
-    what it is (`OPEN_TURN`, or `INVALID` in a Claude Code subagent's file), not as an address
-    in no turn."""
-    projection = catalog.projection_of(entry)
+def _turn_at(catalog: SessionCatalog, entry: Entry, line: int, projection: Projection) -> int:
+    """The turn whose line range holds `line` in the session's turns `projection`. A turn that
+    cannot be branched from has no end (`endSeq` None): its lines run to the next turn's, so the
+    fork names it and is refused for what it is (`OPEN_TURN`, or `INVALID` in a Claude Code
+    subagent's file), not as an address in no turn."""
     turns = projection.turns
     # `lastSeq` counts newlines; a complete last line without one is numbered too, and may end
     # a turn (the editor anchors a fork at its `forkAt`).

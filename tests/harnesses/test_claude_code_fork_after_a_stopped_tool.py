@@ -244,9 +244,10 @@ def _fork(home: Path, root: Path, session: str, *args: str) -> tuple[int, dict]:
 
 # Read live, a killed turn ends at its text; read quiet, past its call and its result (decision
 # 0535). A fork asked at the revision of turns read at one liveness and made at the other would
-# cut other lines than the turns showed, so it is refused as stale, whatever it names (decision
-# 0544); one of turns that end at the same lines either way is made. The session is quiet (its
-# file older than `sessions.idle_seconds`) unless a Claude Code process runs it.
+# cut other lines than the turns showed after that turn, so it is refused as stale (decision
+# 0544); one after an earlier turn, or of turns that end at the same lines either way, is made,
+# with a listing's revision too. The session is quiet (its file older than
+# `sessions.idle_seconds`) unless a Claude Code process runs it.
 @pytest.mark.parametrize("read_live", [True, False], ids=["read-live-forked-quiet", "read-quiet-forked-live"])
 def test_a_fork_at_turns_read_at_another_liveness_is_stale_when_that_moved_the_cut(
     tmp_path: Path, read_live: bool
@@ -284,13 +285,22 @@ def test_a_fork_at_turns_read_at_another_liveness_is_stale_when_that_moved_the_c
                 _fork(
                     home, root, session, "--expected-revision", shown["revision"], "--op-id", f"r{n}", *anchor
                 )
-                for n, anchor in enumerate((["--turn", "2"], ["--at", *ends], ["--turn", "1"], []))
+                for n, anchor in enumerate((["--turn", "2"], ["--at", *ends], []))
+            ]
+            listed = {s["id"]: s for s in remem(home, root, "list")["sessions"]}[session]
+            earlier = [
+                _fork(home, root, session, "--expected-revision", revision, "--op-id", f"e{n}", "--turn", "1")
+                for n, revision in enumerate((shown["revision"], listed["revision"]))
             ]
             code, made = _fork(home, root, session, "--expected-revision", now["revision"], "--op-id", "now")
 
     assert shown["turns"][1]["endSeq"] != now["turns"][1]["endSeq"]
-    moved = "no harness writes it any more" if read_live else "it is live again"
+    assert now["revision"] == listed["revision"] + (":live" if not read_live else "")
+    assert [(c, e.get("forkTurn")) for c, e in earlier] == [(0, 1), (0, 1)], earlier
+    moved = "no harness writes it any more" if read_live else "a harness may write it now"
     for refused_code, refused in refusals:
         assert (refused_code, refused.get("error", {}).get("code")) == (3, "STALE_SOURCE"), refused
-        assert moved in refused["error"]["message"], refused
+        message = refused["error"]["message"]
+        assert moved in message and "changed since" not in message, refused
+        assert f"remem sessions turns {session} --json" in message, refused
     assert shown["revision"].endswith(":live") is read_live and code == 0 and made["forkTurn"] == 2
