@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -694,7 +694,9 @@ async def _cancelled_on_stop(
     `stops.cancel` with the same params on the same connection, after the request: the answer
     then says what the cancel did, a review cancelled, or one past the point a cancel stops it
     ended as it would have (closed at once, the command could only guess). A later stop is the
-    caller's handler's, put back at the first: the daemon may take long to answer."""
+    caller's handler's, put back at the first: the daemon may take long to answer. One that does
+    not answer within `HELLO_TIMEOUT_SECONDS` of the stop, or is lost, is `CancelUnanswered`: a
+    single `timeout`'s SIGTERM must end the command even when the daemon is stopped or dead."""
     answer = asyncio.ensure_future(client.call(method, params))
     stopped, loop = asyncio.Event(), asyncio.get_running_loop()
 
@@ -709,14 +711,57 @@ async def _cancelled_on_stop(
             before[stop] = signal.signal(stop, stop_by)
     waiting = asyncio.ensure_future(stopped.wait())
     try:
+        # Until the end: a second stop handed to another thread must wake the wait for the cancel.
         with _woken_by_signals(loop):
             await asyncio.wait({answer, waiting}, return_when=asyncio.FIRST_COMPLETED)
-        if not answer.done():
-            await client.call(stops.cancel, params)
-        return await answer
+            if answer.done():
+                return answer.result()
+            _say_stopping()
+            try:
+                return await asyncio.wait_for(
+                    _after_cancel(client, stops.cancel, params, answer), HELLO_TIMEOUT_SECONDS
+                )
+            except (asyncio.TimeoutError, DaemonUnavailable) as exc:
+                raise CancelUnanswered(exc) from None
     finally:
         waiting.cancel()
+        _collected(answer)
         _give_back(before)
+
+
+class CancelUnanswered(DaemonUnavailable):
+    """A stop's cancel got no answer: the daemon is stopped, stuck or gone, and the request may
+    still be done."""
+
+    def __init__(self, why: BaseException) -> None:
+        said = str(why) or f"no answer within {HELLO_TIMEOUT_SECONDS:.0f} s"
+        super().__init__(f"the daemon did not answer the cancel ({said})")
+
+
+async def _after_cancel(
+    client: AsyncDaemonClient, cancel: str, params: dict[str, Any], answer: asyncio.Future[dict[str, Any]]
+) -> dict[str, Any]:
+    """`answer` once `cancel` is answered, which it then says the outcome of."""
+    await client.call(cancel, params)
+    return await answer
+
+
+def _say_stopping() -> None:
+    """Said at once: the cancel's answer may take up to `HELLO_TIMEOUT_SECONDS`, in silence."""
+    with suppress(OSError):  # a closed terminal (SIGHUP): the cancel matters, the line does not
+        print(
+            "remem: stopping: asking the daemon to cancel the review (stop again to stop waiting)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _collected(answer: asyncio.Future[dict[str, Any]]) -> None:
+    """`answer` cancelled, or its failure taken, so that none is logged as never retrieved."""
+    if not answer.done():
+        answer.cancel()
+    elif not answer.cancelled():
+        answer.exception()
 
 
 @contextmanager

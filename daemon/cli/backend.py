@@ -168,6 +168,8 @@ class _ThroughDaemon:
         except client.RequestTooLarge:
             # Past any valid request's size, so the same handlers here say what is wrong with it.
             return _in_process(self.home, (), self.listener).request(method, params)
+        except client.CancelUnanswered:
+            raise  # after a stop: the command's to end as a stop, not as a daemon's failure
         except client.DaemonUnavailable as exc:
             if not self.start:  # the caller's to go on without it
                 raise

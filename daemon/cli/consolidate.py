@@ -71,6 +71,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
     """Learn memory from a finished session: the model proposes, remem checks and commits.
 
     A review already done returns its receipt without calling the model again."""
+    from ..client import CancelUnanswered
     from ..consolidation.changes import PHASE_WORDS
 
     stops = _Stops(backend, session_id, as_json)
@@ -94,6 +95,8 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
             if stops.heard and exc.code == CONSOLIDATION_REFUSED and exc.data.get("code") == "CANCELLED":
                 stops.end(f"remem: interrupted: {exc.message}")
             _refused(exc, as_json, backend, session_id)
+        except CancelUnanswered:
+            stops.end(stops.unanswered())
         stops.result = result
         if as_json:
             emit_json(result)
@@ -337,13 +340,16 @@ class _Stops:
         self.exiting = True
         say_stopped(line or self._stopped(), self.status())
 
+    def unanswered(self) -> str:
+        """What a stop whose cancel the daemon did not answer ends the command saying."""
+        return (
+            "remem: interrupted before the daemon answered its cancel: the review may still commit "
+            f"(remem receipts --session {self.session} shows what became of it)"
+        )
+
     def _stopped(self) -> str:
         if self.result is None and self.backend.use_daemon and len(self.heard) > 1:
-            # Stopped again before the daemon answered the first stop's cancel.
-            return (
-                "remem: interrupted before the daemon answered its cancel: the review may still commit "
-                f"(remem receipts --session {self.session} shows what became of it)"
-            )
+            return self.unanswered()  # stopped again before the daemon answered the first stop's cancel
         if self.result is None:
             return f"remem: interrupted (remem receipts --session {self.session} shows any review it began)"
         how = " and how to undo it" if self.result.status is Status.COMMITTED else ""

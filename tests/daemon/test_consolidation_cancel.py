@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -21,10 +24,11 @@ from remem.daemon.home import Home
 from remem.daemon.memory.identity import WorkspaceId
 from remem.daemon.memory.store import MemoryStore
 from remem.daemon.protocol.rpc import CONSOLIDATION_REFUSED, RpcError
+from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import KEY_ENV, Source, configure, proposal, put, write_source
 from tests.fake_openai import FakeOpenAI, slow, tool_call
 from tests.scratch import hooked_pythonpath
-from tests.waiting import until
+from tests.waiting import until, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -163,7 +167,78 @@ def test_a_stop_too_late_to_cancel_the_review_says_it_committed(
     listed = subprocess.run([*_remem(home), "receipts", "--json"], capture_output=True, text=True)
     [receipt] = json.loads(listed.stdout)["receipts"]
     committed = f"committed, 1 change(s) — review {receipt['review']}, attempt 1"
-    assert (running.returncode, out.splitlines()[:1], "cancel" in err) == (0, [committed], False), out + err
+    said = (running.returncode, out.splitlines()[:1], "cancelled" in err)  # asked to cancel, never said done
+    assert said == (0, [committed], False), out + err
+
+
+def test_one_stop_ends_the_command_when_the_daemon_never_answers_its_cancel(
+    home: Home, served: tuple[FakeOpenAI, Source]
+) -> None:
+    """A stopped or stuck daemon never answers the stop's cancel: the one SIGTERM of a `timeout`
+    must still end the command, at the daemon-answer limit, saying the review may still commit
+    (a waiting that hung forever, printing nothing, looked like a CLI that ignores stops)."""
+    running = _reviewing(home, served, [])
+    try:
+        with _daemon_stopped(home):
+            running.send_signal(signal.SIGINT)
+            out, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
+    finally:
+        _ended(running)
+    assert running.returncode == 130 and "Traceback" not in err, out + err
+    assert "remem: stopping: asking the daemon to cancel the review (stop again to stop waiting)" in err, err
+    assert err.splitlines()[-1] == _UNANSWERED.format(session=served[1].id), err
+
+
+def test_a_daemon_dying_after_the_stop_ends_the_command_as_the_stop(
+    home: Home, served: tuple[FakeOpenAI, Source]
+) -> None:
+    """A daemon that dies while the stop's cancel waits for it is not a failure of the command to
+    be said with a traceback: the stop came before any answer, so it ends 128 + its signal."""
+    running = _reviewing(home, served, [])
+    assert running.stderr is not None
+    said: list[str] = []
+    reading = threading.Thread(target=lambda: said.extend(line for line in running.stderr or ()))
+    reading.start()
+    try:
+        with _daemon_stopped(home) as daemon:
+            running.send_signal(signal.SIGINT)
+            wait_until(
+                lambda: any("remem: stopping" in line for line in said), what="the stop heard", seen=said.copy
+            )
+            os.kill(daemon, signal.SIGKILL)
+            running.wait(timeout=60)  # a hang guard, not a speed assertion
+    finally:
+        _ended(running)
+        reading.join()
+    err = "".join(said)
+    assert running.returncode == 130 and "Traceback" not in err, err
+    assert said[-1].rstrip("\n") == _UNANSWERED.format(session=served[1].id), err
+
+
+_UNANSWERED = (
+    "remem: interrupted before the daemon answered its cancel: the review may still commit "
+    "(remem receipts --session {session} shows what became of it)"
+)
+
+
+@contextmanager
+def _daemon_stopped(home: Home) -> Iterator[int]:
+    """The pid of the home's daemon, stopped (SIGSTOP) until the block ends, as a stuck one is."""
+    status = DaemonPaths(home).read_status()
+    assert status is not None
+    os.kill(status.pid, signal.SIGSTOP)
+    try:
+        yield status.pid
+    finally:
+        with suppress(ProcessLookupError):  # killed by the test
+            os.kill(status.pid, signal.SIGCONT)
+
+
+def _ended(running: subprocess.Popen[str]) -> None:
+    """`running` ended, killed if a hang guard gave up on it, so that no test leaves it behind."""
+    if running.poll() is None:
+        running.kill()
+        running.wait()
 
 
 def _ignoring_ctrl_c() -> None:
