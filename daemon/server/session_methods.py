@@ -290,9 +290,11 @@ class SessionMethods:
                 # A harness file has no DSH header or events: its listing row stands for them,
                 # with its review state (and the digest it was judged by) as `sessions/list` has it:
                 # `unknown` where a listing's would be, said by the listing (decision 0529).
-                projection = catalog.projection(params.id)
+                # Its revision is that of the turns shown, read at the entry's liveness, as
+                # `sessions/turns` gives it: a fork with it is cut where they end (decision 0544).
+                projection = catalog.projection_of(entry)
                 receipts, unread = self._receipts_read()
-                row = entry.summary
+                row = entry.summary.model_copy(update={"revision": entry.turns_revision})
                 if unread:
                     row = row.model_copy(update={"review": REVIEW_UNKNOWN})
                 else:

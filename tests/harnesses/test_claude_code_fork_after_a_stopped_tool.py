@@ -304,3 +304,32 @@ def test_a_fork_at_turns_read_at_another_liveness_is_stale_when_that_moved_the_c
         assert moved in message and "changed since" not in message, refused
         assert f"remem sessions turns {session} --json" in message, refused
     assert shown["revision"].endswith(":live") is read_live and code == 0 and made["forkTurn"] == 2
+
+
+# `sessions show` gives a harness session's turns under its listing row: the row's revision is
+# that of the turns shown, so a fork with it once the session is quiet is refused as stale where
+# it would be cut past the calls the turns did not show (decision 0544).
+def test_a_fork_at_the_revision_sessions_show_gave_is_cut_where_its_turns_ended(tmp_path: Path) -> None:
+    home, old = tmp_path / "home", 1_600_000_000
+    Home(home).settings_file.parent.mkdir(parents=True, exist_ok=True)
+    Home(home).settings_file.write_text("sessions:\n  idle_seconds: 120\n")
+    with FakeAnthropic() as fake:
+        cc = ClaudeCode(tmp_path / "cc", fake)
+        (cc.cwd / "notes.txt").write_text("alpha\n")
+        fake.reply(text("first answer"))
+        parent = cc.run("first question")
+        session, root = parent.session_id, cc.projects
+        fake.reply(tool_uses(("Read", {"file_path": str(cc.cwd / "notes.txt")}), text="let me read"), hang())
+        _killed(cc, cc.command("killed question", resume=session), fake.count, parent.transcript)
+        os.utime(parent.transcript, (old, old))
+        with _running(cc, session):
+            shown = remem(home, root, "show", session)
+        now = remem(home, root, "turns", session)
+        at = str(shown["turns"][1]["endSeq"])
+        code, refused = _fork(
+            home, root, session, "--expected-revision", shown["header"]["revision"], "--at", at
+        )
+
+    assert shown["turns"][1]["endSeq"] < now["turns"][1]["endSeq"]
+    assert (code, refused.get("error", {}).get("code")) == (3, "STALE_SOURCE"), refused
+    assert shown["header"]["revision"] == f"{now['revision']}:live"
