@@ -334,10 +334,13 @@ class Home:
     def _unreachable_message(self, error: OSError) -> str | None:
         """Why nothing in the home can be reached, when a folder above it, from `/` down, cannot be
         passed through with `error`'s error number (`chmod 000` on the home's parent); None when
-        each can be. Said of the home, whose own folders are then blamed for their parent's mode."""
+        each can be. Said of the home, whose own folders are then blamed for their parent's mode.
+        A home that is a link is looked for above its target too: the link itself can be read."""
         if not isinstance(error, PermissionError):
             return None
-        blocker = next((at for at in reversed(self.root.parents) if _impassable(at) == error.errno), None)
+        # `realpath` resolves as far as it can, never raising (a loop, a folder it cannot enter).
+        above = [*reversed(self.root.parents), *reversed(Path(os.path.realpath(self.root)).parents)]
+        blocker = next((at for at in above if _impassable(at) == error.errno), None)
         if blocker is None:
             return None
         return (

@@ -70,3 +70,18 @@ def test_a_home_not_made_in_a_folder_its_user_may_not_enter_is_said_so_in_json(
     error = {"code": "HOME_UNUSABLE", "message": unreachable(home, closed)}
     assert json.loads(said.stdout)["error"] == error
     assert not home.root.exists()
+
+
+@pytest.mark.parametrize("daemon", [False, True], ids=["no-daemon", "daemon"])
+def test_a_home_linked_into_a_folder_its_user_may_not_enter_is_said_as_that_folder_exit_2(
+    tmp_path: Path, daemon: bool
+) -> None:
+    """The link is the user's choice of home: the folder its target is in is what stops it."""
+    closed = tmp_path / "closed"
+    Home(closed / "home").ensure_layout()
+    home = Home(tmp_path / "linked")
+    home.root.symlink_to(closed / "home")
+    with modes((closed, 0)):
+        closed_to_its_user(closed)
+        said = remem_bound(home, "sessions", "list", daemon=daemon)
+    assert (said.returncode, said.stdout, said.stderr) == (2, "", f"remem: {unreachable(home, closed)}\n")
