@@ -104,7 +104,6 @@ def status(backend: Backend, as_json: bool) -> None:
         _say_problem(
             {"running": False}, f"remem daemon not running (no home at {backend.home.root})", as_json
         )
-    _running(DaemonPaths(backend.home, layout=False), "status")  # a lock it cannot look at is no answer
     try:
         result = _status(backend.home, start=False)
     except OtherDaemonVersion as exc:
@@ -113,6 +112,8 @@ def status(backend: Backend, as_json: bool) -> None:
     except DaemonNotAnswering as exc:
         _say_problem({"running": True, "answering": False, "pid": exc.pid}, str(exc), as_json)
     except DaemonUnavailable as exc:
+        # Looked at only when none answered: a daemon starting meanwhile finds its lock free.
+        _running(DaemonPaths(backend.home, layout=False), "status")  # one it cannot look at is no answer
         _say_problem({"running": False}, f"remem daemon not running ({exc})", as_json)
     if as_json:
         emit_json({"running": True, **result.model_dump(mode="json")})
