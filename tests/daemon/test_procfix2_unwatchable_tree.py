@@ -8,9 +8,9 @@ roots are heard (either backend)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -38,18 +38,9 @@ def nest(top: Path) -> None:
 
 
 def unnest(top: Path) -> None:
-    """Remove what `nest` made, deepest first (`shutil.rmtree` recurses, and fails on it)."""
-    fds = [os.open(top, os.O_RDONLY)]
-    with contextlib.suppress(FileNotFoundError):
-        while True:
-            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
-    fds.pop()
-    while fds:
-        fd = fds.pop()
-        with contextlib.suppress(FileNotFoundError):
-            os.rmdir("d", dir_fd=fd)
-        os.close(fd)
-    top.rmdir()
+    """Remove what `nest` made, and anything put in it. `rm` walks without recursing, where
+    `shutil.rmtree` (pytest's own clean-up too) fails on it with `RecursionError`."""
+    subprocess.run(["rm", "-rf", "--", str(top)], check=True)
 
 
 def configure(home: Home, watch: str, *roots: Path) -> None:
