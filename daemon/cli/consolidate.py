@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import random
@@ -370,7 +371,9 @@ def _stops_as_ctrl_c(stops: _Stops) -> Iterator[None]:
     away (decision 0528). A stop the process was started ignoring (`nohup`'s SIGHUP) stays
     ignored. Once the review answered, or after a first stop, a stop ends the command where it
     is (`_Stops.end`); once its exit is under way it changes nothing: raised, the top level said
-    it "remem: interrupted", 130, whatever the exit was."""
+    it "remem: interrupted", 130, whatever the exit was. Given back when the command ends, as a
+    process that embeds it (a test's `CliRunner`) had them, they are ignored once the process
+    itself exits (`_stops_ignored_at_exit`)."""
 
     def as_ctrl_c(signum: int, frame: FrameType | None) -> None:
         stops.heard.append(signum)
@@ -380,17 +383,32 @@ def _stops_as_ctrl_c(stops: _Stops) -> Iterator[None]:
             stops.end()
         raise KeyboardInterrupt
 
-    heeded = {
-        signal.SIGINT: signal.default_int_handler,
-        signal.SIGTERM: signal.SIG_DFL,
-        signal.SIGHUP: signal.SIG_DFL,
-    }
-    before = {s: signal.signal(s, as_ctrl_c) for s, usual in heeded.items() if signal.getsignal(s) == usual}
+    atexit.unregister(_stops_ignored_at_exit)  # once, however many commands a process runs
+    atexit.register(_stops_ignored_at_exit)
+    before = {s: signal.signal(s, as_ctrl_c) for s, usual in _HEEDED.items() if signal.getsignal(s) == usual}
     try:
         yield
     finally:
         for stop, handler in before.items():
             signal.signal(stop, handler)
+
+
+_HEEDED = {  # each stop `remem consolidate` hears, and its handler when nothing took it over
+    signal.SIGINT: signal.default_int_handler,
+    signal.SIGTERM: signal.SIG_DFL,
+    signal.SIGHUP: signal.SIG_DFL,
+}
+
+
+def _stops_ignored_at_exit() -> None:
+    """Each stop at its default ignored while the interpreter exits: the command's status and
+    line are decided and said, and a further `kill` there (after its handlers were given back,
+    or once Python resets them as it ends) killed it outright, -15 to its parent, where a script
+    read the command's own status a moment before (decision 0546). A handler of the process's
+    own is left to it."""
+    for stop, usual in _HEEDED.items():
+        if signal.getsignal(stop) == usual:
+            signal.signal(stop, signal.SIG_IGN)
 
 
 @contextlib.contextmanager

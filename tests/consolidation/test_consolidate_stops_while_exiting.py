@@ -1,0 +1,105 @@
+"""Stops that reach `remem consolidate` once its end is decided change neither its line nor its
+status.
+
+A stop while the interpreter exited, after the command had given its handlers back (or once
+Python reset them as it ends), killed it outright: -15 to its parent, where a script read the
+command's own status a moment before (decision 0546)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from remem.daemon.home import Home
+from tests.consolidation.conftest import Source, proposal, put
+from tests.fake_openai import FakeOpenAI, slow, tool_call
+from tests.scratch import hooked_pythonpath
+
+pytestmark = pytest.mark.slow
+
+GATE_ENV = "REMEM_TEST_EXIT_GATE"
+
+# `remem consolidate` held as the interpreter exits (its atexit callbacks run last to first, so
+# this one, registered at the start, runs after the command's), until the test writes to the
+# pipe whose reading end `GATE_ENV` names. Only the command: the daemon it starts inherits this.
+_HELD_AT_EXIT = f"""
+import atexit, os, sys
+
+
+def _held():
+    if "consolidate" in sys.argv and "{GATE_ENV}" in os.environ:
+        os.write(2, b"held at exit\\n")
+        os.read(int(os.environ["{GATE_ENV}"]), 1)
+
+
+atexit.register(_held)
+"""
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[int, int]]:
+    """A pipe whose reading end a held command waits on, its number in `GATE_ENV`."""
+    read, write = os.pipe()
+    monkeypatch.setenv("PYTHONPATH", hooked_pythonpath(_HELD_AT_EXIT, "remem-held-at-exit-"))
+    monkeypatch.setenv(GATE_ENV, str(read))
+    yield read, write
+    os.close(read)
+    os.close(write)
+
+
+@pytest.mark.parametrize("where", [["--no-daemon"], []], ids=["in-process", "through-the-daemon"])
+def test_stops_while_the_stopped_command_exits_leave_its_status(
+    home: Home,
+    fake: FakeOpenAI,
+    source: Source,
+    gate: tuple[int, int],
+    where: list[str],
+    request: pytest.FixtureRequest,
+) -> None:
+    if not where:
+        request.getfixturevalue("served")
+    fake.reply(slow(8, tool_call(proposal(put("prefer-uv", source.evidence())))))
+    running = _started(home, [*where, "consolidate", source.id], pass_fds=(gate[0],))
+    try:
+        _read_until(running, "waiting for the model")
+        running.send_signal(signal.SIGINT)  # the first stop: the review is cancelled
+        _read_until(running, "held at exit")
+        for stop in (signal.SIGTERM, signal.SIGHUP):  # a kill and a closed terminal, too late
+            running.send_signal(stop)
+        os.write(gate[1], b"go")
+        out, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
+    finally:
+        _ended(running)
+    assert running.returncode == 128 + signal.SIGINT, out + err
+    assert "cancelled before any memory was written" in out and "Traceback" not in err, out + err
+
+
+def _started(home: Home, args: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*_remem(home), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=pass_fds
+    )
+
+
+def _read_until(running: subprocess.Popen[str], said: str) -> None:
+    """Read `running`'s stderr up to the line that holds `said`; fail if it ends first."""
+    assert running.stderr is not None
+    for line in running.stderr:
+        if said in line:
+            return
+    raise AssertionError(f"the command ended (status {running.wait()}) without saying {said!r}")
+
+
+def _ended(running: subprocess.Popen[str]) -> None:
+    """`running` ended, killed if a hang guard gave up on it, so that no test leaves it behind."""
+    if running.poll() is None:
+        running.kill()
+        running.wait()
+
+
+def _remem(home: Home) -> list[str]:
+    return [sys.executable, "-m", "remem.daemon", "--home", str(home.root)]
