@@ -95,6 +95,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
         except RpcError as exc:
             if stops.heard and exc.code == CONSOLIDATION_REFUSED and exc.data.get("code") == "CANCELLED":
                 stops.end(f"remem: interrupted: {exc.message}")
+            stops.exiting = True  # the refusal is what happened: a stop while it is said keeps it
             _refused(exc, as_json, backend, session_id)
         except CancelUnanswered:
             stops.end(stops.unanswered())

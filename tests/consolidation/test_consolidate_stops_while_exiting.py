@@ -3,7 +3,8 @@ status.
 
 A stop while the interpreter exited, after the command had given its handlers back (or once
 Python reset them as it ends), killed it outright: -15 to its parent, where a script read the
-command's own status a moment before (decision 0546)."""
+command's own status a moment before. A stop while a refusal was being said replaced it with
+"remem: interrupted", 130: the user never learnt why the review was refused (decision 0546)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,17 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 
 import pytest
 
 from remem.daemon.home import Home
 from tests.consolidation.conftest import Source, proposal, put
+from tests.daemon.test_consolidate_late_stops import _fill, _writing_to
 from tests.fake_openai import FakeOpenAI, slow, tool_call
 from tests.scratch import hooked_pythonpath
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -79,6 +83,30 @@ def test_stops_while_the_stopped_command_exits_leave_its_status(
     assert "cancelled before any memory was written" in out and "Traceback" not in err, out + err
 
 
+def test_a_stop_while_a_refusal_is_said_keeps_the_refusal(home: Home, source: Source) -> None:
+    # Under `--json` the refusal is the only output, on stdout: no progress line comes first.
+    command = [*_remem(home), "--no-daemon", "consolidate", "--json", "no-such-session"]
+    unstopped = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert unstopped.returncode not in (0, 128 + signal.SIGINT), unstopped.stdout
+    read, write = os.pipe()
+    _fill(write)  # the refusal waits for room: the stop comes while it is said
+    drained: list[bytes] = []
+    with subprocess.Popen(command, stdout=write, stderr=subprocess.PIPE, text=True) as running:
+        os.close(write)
+        try:
+            wait_until(lambda: _writing_to(running.pid, 1), what="the command to say its refusal")
+            running.send_signal(signal.SIGINT)
+            draining = threading.Thread(target=lambda: drained.append(_all(read)))
+            draining.start()
+            _, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
+            draining.join()
+        finally:
+            _ended(running)
+            os.close(read)
+    said = b"".join(drained).replace(b"\0", b"").decode()
+    assert (running.returncode, said, err) == (unstopped.returncode, unstopped.stdout, unstopped.stderr)
+
+
 def _started(home: Home, args: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*_remem(home), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=pass_fds
@@ -92,6 +120,14 @@ def _read_until(running: subprocess.Popen[str], said: str) -> None:
         if said in line:
             return
     raise AssertionError(f"the command ended (status {running.wait()}) without saying {said!r}")
+
+
+def _all(read: int) -> bytes:
+    """Everything written to the pipe whose reading end is `read`, until its writers close it."""
+    chunks = []
+    while chunk := os.read(read, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _ended(running: subprocess.Popen[str]) -> None:
