@@ -1,5 +1,5 @@
 """Stops that reach `remem consolidate` once its end is decided change neither its line nor its
-status.
+status, and a stop that cancels a review the daemon had not yet begun says so.
 
 A stop while the interpreter exited, after the command had given its handlers back (or once
 Python reset them as it ends), killed it outright: -15 to its parent, where a script read the
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from remem.daemon.home import Home
-from tests.consolidation.conftest import Source, proposal, put
+from tests.consolidation.conftest import Source, gated, proposal, put
 from tests.daemon.test_consolidate_late_stops import _fill, _writing_to
 from tests.fake_openai import FakeOpenAI, slow, tool_call
 from tests.scratch import hooked_pythonpath
@@ -105,6 +105,33 @@ def test_a_stop_while_a_refusal_is_said_keeps_the_refusal(home: Home, source: So
             os.close(read)
     said = b"".join(drained).replace(b"\0", b"").decode()
     assert (running.returncode, said, err) == (unstopped.returncode, unstopped.stdout, unstopped.stderr)
+
+
+def test_a_stop_before_the_daemon_asked_the_model_says_the_review_was_cancelled_before_it(
+    home: Home, fake: FakeOpenAI, source: Source, served: None
+) -> None:
+    """A run waiting for another review of its session is cancelled before any model is asked:
+    the daemon's refusal says so, and the command ends 128 + the signal saying it."""
+    let_go = threading.Event()
+    fake.reply(gated(let_go, tool_call(proposal(put("prefer-uv", source.evidence())))))
+    first = _started(home, ["consolidate", source.id])
+    try:
+        _read_until(first, "waiting for the model")
+        second = _started(home, ["consolidate", source.id])
+        try:
+            _read_until(second, "waiting for another consolidation of this session")
+            second.send_signal(signal.SIGINT)
+            out, err = second.communicate(timeout=60)  # a hang guard, not a speed assertion
+        finally:
+            _ended(second)
+        let_go.set()
+        first.communicate(timeout=60)
+    finally:
+        let_go.set()
+        _ended(first)
+    interrupted = "remem: interrupted: cancelled before the model was asked; run it again to review"
+    assert (second.returncode, err.splitlines()[-1:], fake.count) == (130, [interrupted], 1), out + err
+    assert first.returncode == 0
 
 
 def _started(home: Home, args: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[str]:
