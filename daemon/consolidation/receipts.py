@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Final, TypeVar
@@ -293,21 +293,25 @@ class ReceiptStore:
                 )
         return sorted(receipts, key=lambda r: (r.createdAt, r.review)), sorted(errors, key=lambda e: e.path)
 
-    def misnamed(self) -> ListError | None:
+    def misnamed(self, wanted: Callable[[Receipt], bool] | None = None) -> ListError | None:
         """The files of the receipts' folder named as a receipt could be (`.md`, no dotfile) but
         not as remem names one (`RECEIPT_NAME`: a `notes.md`, a receipt renamed by hand, a name
         not UTF-8), as one error naming how many and the first few (bytes not UTF-8 escaped):
         no receipt, so no review state is made unknown by them, but `remem receipts` does not
         pass them over in silence, where a user looks for what the folder holds. Other names (a
-        `notes.txt`, an editor's `.#a.md` lock) are passed over. `HomeUnusable` as `listing`."""
+        `notes.txt`, an editor's `.#a.md` lock) are passed over. `HomeUnusable` as `listing`.
+
+        `wanted`: a filtered listing's filter (one session's reviews); only the files that may be
+        a receipt it keeps are said (`_may_be`), not another session's or a note (decision 0547)."""
         names = [
-            shown(n)
+            n
             for n in self._home.names_in(self.folder)
             if _receipt_like(n) and not RECEIPT_NAME.fullmatch(n)
-        ]
+            and (wanted is None or _may_be(self.folder / n, wanted))
+        ]  # fmt: skip
         if not names:
             return None
-        first = ", ".join(sorted(names)[:NAMED_FILES])
+        first = ", ".join(sorted(shown(n) for n in names)[:NAMED_FILES])
         more = f" and {len(names) - NAMED_FILES} more" if len(names) > NAMED_FILES else ""
         message = (
             f"{len(names)} file(s) not named as remem names a receipt ({first}{more}) are no receipts "
@@ -371,6 +375,30 @@ def said_once(folder: Path, errors: list[ListError]) -> list[ListError]:
         f"({named}{more}); `remem receipts` names each: fix or remove them"
     )
     return [ListError(path=str(folder), message=message, kind="reviews")]
+
+
+def _may_be(path: Path, wanted: Callable[[Receipt], bool]) -> bool:
+    """Whether the misnamed file at `path` may be a receipt `wanted` keeps. A receipt renamed by
+    hand is read (its front matter only, never through a link nor waiting on a FIFO) for whose it
+    is; a file that does not open with front matter is a note, no receipt; one that cannot be read,
+    or whose front matter is no valid receipt (damaged), cannot be told, so it may."""
+    try:
+        with os.fdopen(open_regular(path), "rb") as handle:
+            head = handle.read(_FRONT_READ_BYTES).decode("utf-8", errors="replace")
+    except FileNotFoundError:  # removed since the folder was listed
+        return False
+    except OSError:
+        return True
+    if not head.startswith("---\n"):
+        return False
+    try:
+        return wanted(parse_receipt(head))
+    except ValueError:  # what `parse_receipt` raises of any text
+        return True
+
+
+# Enough of a misnamed file to parse its front matter, which remem parses up to this size.
+_FRONT_READ_BYTES = safe_yaml.MAX_BYTES + 64 * 1024
 
 
 def _receipt_like(name: str) -> bool:

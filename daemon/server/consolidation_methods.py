@@ -25,7 +25,7 @@ from ..home import Home, HomeUnusable
 from ..locks import LockUnusable
 from ..memory.identity import WorkspaceId
 from ..protocol import rpc
-from ..protocol.consolidation import ConsolidationResult, Status
+from ..protocol.consolidation import ConsolidationResult, Receipt, Status
 from ..protocol.rpc import (
     CONSOLIDATION_REFUSED,
     CancelResult,
@@ -153,18 +153,22 @@ class ConsolidationMethods:
     async def receipts(self, params: ReceiptsParams) -> ReceiptsResult:
         receipts, errors = await asyncio.to_thread(self.consolidator.receipts.listing)
         workspace = None if params.cwd is None else WorkspaceId.from_cwd(params.cwd).key
-        wanted = [
-            r
-            for r in receipts
-            if params.session in (None, r.source.session)
-            and workspace in (None, r.target.workspace)
-            and params.review in (None, r.review)
-        ]
+
+        def kept(r: Receipt) -> bool:
+            return (
+                params.session in (None, r.source.session)
+                and workspace in (None, r.target.workspace)
+                and params.review in (None, r.review)
+            )
+
+        wanted = [r for r in receipts if kept(r)]
         # An unreadable file's session and workspace are unknown; its review is its name.
         unreadable = [e for e in errors if params.review in (None, Path(e.path).stem)]
-        if params.review is None:  # a file not named by a review id is none's
-            misnamed = await asyncio.to_thread(self.consolidator.receipts.misnamed)
-            unreadable += [misnamed] if misnamed is not None else []
+        # A file not named as a receipt is said in a filtered listing only when it may be one
+        # of the filter's (decision 0547): a note, or another session's receipt, is not its error.
+        filtered = (params.session, params.cwd, params.review) != (None, None, None)
+        misnamed = await asyncio.to_thread(self.consolidator.receipts.misnamed, kept if filtered else None)
+        unreadable += [misnamed] if misnamed is not None else []
         interrupted = await asyncio.to_thread(self.consolidator.receipts.interrupted, wanted)
         return ReceiptsResult(
             receipts=wanted,
