@@ -139,27 +139,30 @@ LOCK_WAIT_SECONDS = 5.0
 
 class ScopeBusy(Exception):
     """Another process held a lock of the scope (its agent lock, or the store's lock a
-    `--no-daemon` command writes under) for `LOCK_WAIT_SECONDS`: nothing was written."""
+    `--no-daemon` command writes under) for `LOCK_WAIT_SECONDS`: nothing was read or written
+    under it. The message says what was refused: a read's answer is not to be had now, a
+    write left the memory as it was."""
 
-    def __init__(self, lock: Path) -> None:
+    def __init__(self, lock: Path, *, reading: bool = False) -> None:
         self.lock = lock
+        refused = "this memory cannot be read now" if reading else "nothing was written"
         super().__init__(
             f"another remem process writing this memory has held {lock} for over "
             f"{LOCK_WAIT_SECONDS:.0f} s (it is stopped or stuck, a `--no-daemon` command suspended "
-            "with Ctrl-Z, say): nothing was written; end that process, then try again"
+            f"with Ctrl-Z, say): {refused}; end that process, then try again"
         )
 
 
 @contextmanager
-def bounded_lock_waits(within: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
+def bounded_lock_waits(within: float = LOCK_WAIT_SECONDS, *, reading: bool = False) -> Iterator[None]:
     """Within the block, a take of a scope's lock waits `within` seconds at most, then raises
-    ScopeBusy: an agent's call, a read a harness waits on, or the daemon's start, never waits
-    on a holder for good."""
+    ScopeBusy (said as a refused read when `reading`): an agent's call, a read a harness waits
+    on, a commit the daemon serves, or the daemon's start, never waits on a holder for good."""
     try:
         with lock_waits_at_most(within):
             yield
     except ScopeLockBusy as exc:
-        raise ScopeBusy(exc.path) from None
+        raise ScopeBusy(exc.path, reading=reading) from None
 
 
 class _SavedByHand(Exception):

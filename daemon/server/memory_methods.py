@@ -305,7 +305,7 @@ class MemoryMethods:
         actor = HAND_EDIT if self._watching else RECOVERED
 
         def read() -> HistoryLogResult:
-            with bounded_lock_waits():  # an agent's memory_history too: a held lock is said in time
+            with bounded_lock_waits(reading=True):  # an agent's memory_history too: said in time
                 self.store.sync_history(scope, actor)
             history = self.store.history
             # From the parsed log the history keeps: no entry is sent nor diffed to count.
@@ -384,14 +384,15 @@ class MemoryMethods:
         )
 
 
-def _bounded(read: Callable[[], T]) -> Callable[[], T]:
-    """`read`, refused ScopeBusy (SCOPE_BUSY) once another process kept a lock it takes for
-    `LOCK_WAIT_SECONDS`: the command, editor or agent waiting on a read is told which lock and
-    why, never held up for good by a `--no-daemon` writer stopped in its work."""
+def _bounded(action: Callable[[], T], *, reading: bool = True) -> Callable[[], T]:
+    """`action`, refused ScopeBusy (SCOPE_BUSY) once another process kept a lock it takes for
+    `LOCK_WAIT_SECONDS`: the command, editor or agent waiting on it is told which lock, why,
+    and what was refused (a read, or a write `reading` False), never held up for good by a
+    `--no-daemon` writer stopped in its work."""
 
     def bounded() -> T:
-        with bounded_lock_waits():
-            return read()
+        with bounded_lock_waits(reading=reading):
+            return action()
 
     return bounded
 
