@@ -10,7 +10,9 @@ folder each, never by listing remem's sessions; of them, only those the receipt 
 if still in flight, is adopted when its session holds an accepted final proposal made on
 exactly the input this request would show the model: that proposal is planned and committed
 without asking the model again. Every other in-flight attempt is closed as `internal-error:
-interrupted`, and the temp files its writer left are removed.
+interrupted`, and the temp files its writer left are removed. A worker session's folder is
+never looked at nor cleaned through a symbolic link (`worker_log`): what a link reaches is no
+attempt of remem's.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ from itertools import count, takewhile
 
 from ..home import Home
 from ..protocol.consolidation import Attempt, Status
-from ..sessions.writer import recover_dir
 from .receipts import IN_FLIGHT, iso, kept_attempts, next_attempt, now
-from .worker_log import Recorded, read_back, worker_dir, worker_log_path, worker_session_id
+from .worker_log import Recorded, read_back, recover_worker_dir, worker_log_path, worker_session_id
 
 INTERRUPTED = "interrupted"
 
@@ -54,7 +55,7 @@ def settle_attempts(home: Home, review: str, attempts: list[Attempt], context: s
 def _dropped(home: Home, review: str, attempt: Attempt | int) -> None:
     """An attempt the receipt no longer lists: only the temps its crashed writer left matter."""
     if isinstance(attempt, int):  # an unrecorded worker session, not read back
-        recover_dir(worker_dir(home, worker_session_id(review, attempt)))
+        recover_worker_dir(home, worker_session_id(review, attempt))
     else:
         _closed(home, attempt)
 
@@ -99,6 +100,6 @@ def _closed(home: Home, attempt: Attempt) -> Attempt:
     if attempt.status not in IN_FLIGHT:
         return attempt
     if attempt.workerSession is not None:
-        recover_dir(worker_dir(home, attempt.workerSession))
+        recover_worker_dir(home, attempt.workerSession)
     closed = {"status": Status.INTERNAL_ERROR, "error": INTERRUPTED, "endedAt": now()}
     return attempt.model_copy(update=closed)

@@ -8,19 +8,20 @@ attempt moves on, so after a crash what the model saw and its final proposal can
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from ..fsutil import remedy
-from ..home import Home
+from ..home import Home, HomeUnusable
 from ..sessions.catalog import WORKER_WORKSPACE
 from ..sessions.errors import SessionLogError
 from ..sessions.models import SessionEvent, SessionHeader
 from ..sessions.paths import session_dir
 from ..sessions.reader import read_session
-from ..sessions.writer import SessionWriter, existing_log
+from ..sessions.writer import SessionWriter, existing_log, recover_dir
 from .proposal import TOOL_NAME
 
 _IDS = uuid.UUID("6f1d9a52-3c0e-4f6b-9d57-0b8e2a1c4e10")  # namespace of worker session ids
@@ -58,8 +59,28 @@ def worker_dir(home: Home, session_id: str) -> Path:
 
 
 def worker_log_path(home: Home, session_id: str) -> Path | None:
-    """The log of worker session `session_id`, if it was published."""
-    return existing_log(worker_dir(home, session_id))
+    """The log of worker session `session_id`, if it was published in the home: its folder is
+    never looked through a link (nor one on its way), which may lead out of the home."""
+    directory = _own_dir(home, session_id)
+    return None if directory is None else existing_log(directory)
+
+
+def recover_worker_dir(home: Home, session_id: str) -> None:
+    """Remove the temps a crashed writer of worker session `session_id` left, never through a
+    link: what a link reaches is not remem's to delete."""
+    directory = _own_dir(home, session_id)
+    if directory is not None:
+        recover_dir(directory)
+
+
+def _own_dir(home: Home, session_id: str) -> Path | None:
+    """The worker session's folder, or None when a link (or a folder this user may not search)
+    stands on its way: no session of remem's is there, and an attempt that would write one
+    ends saying why (`WorkerLog`)."""
+    try:
+        return home.refuse_link(worker_dir(home, session_id))
+    except HomeUnusable:
+        return None
 
 
 class Recorded(NamedTuple):
@@ -81,8 +102,12 @@ class WorkerLog:
         )
         self.id = header.id
         # Its project and session folders are made by name: a link at one is refused, since the
-        # log would be written wherever it points.
-        home.refuse_link(worker_dir(home, self.id))
+        # log would be written wherever it points. Refused as the writer's own refusal, the
+        # attempt already in the receipt ends saying why, never left running (decision 0543).
+        directory = worker_dir(home, self.id)
+        refusal = _in_the_way(home, directory)
+        if refusal is not None:
+            raise SessionLogError(directory, refusal)
         self._writer = SessionWriter(home.sessions, header)
         self._step = 0
 
@@ -144,6 +169,34 @@ class WorkerLog:
             SessionEvent(type=kind, seq=first + n, time=_now_ms(), data=data, surfaceOp=op)
             for n, (kind, data, op) in enumerate(events)
         )
+
+
+def _in_the_way(home: Home, directory: Path) -> str | None:
+    """Why no worker session can be written in `directory`, and the fix; None when one can. A
+    link at its folder or its project's, which remem makes, is to be removed; anything else on
+    the way (a link at the home's own folders, a folder this user may not search) is said in the
+    home's words."""
+    try:
+        home.refuse_link(directory)
+        return None
+    except HomeUnusable as exc:
+        made = _made_link(home, directory)
+        if made is None:
+            return str(exc)
+        return (
+            f"{made} is a symbolic link, and remem writes its worker sessions only inside its home, "
+            "never through a link: remove the link, then retry"
+        )
+
+
+def _made_link(home: Home, directory: Path) -> Path | None:
+    """The folder remem makes by name for the worker session at `directory` (its project's or its
+    own) that is a symbolic link, when the folders of the home above them are none."""
+    try:
+        home.refuse_link(directory.parent.parent)
+    except HomeUnusable:
+        return None
+    return next((p for p in (directory.parent, directory) if os.path.islink(p)), None)
 
 
 def unwritten(refusal: OSError) -> str:

@@ -35,6 +35,7 @@ from remem.daemon.protocol.consolidation import ConsolidationResult, Status
 from remem.daemon.protocol.rpc import ListParams
 from remem.daemon.server.session_methods import SessionMethods
 from remem.daemon.sessions.catalog import Entry, SessionCatalog
+from remem.daemon.sessions.errors import SessionLogError
 from remem.daemon.sessions.memo import ListingMemo
 from remem.daemon.sessions.paths import Encoding, session_log_path
 from remem.daemon.sessions.reader import read_session
@@ -544,11 +545,15 @@ def test_a_debug_log_linked_out_of_the_home_is_refused_untouched(
 def test_a_worker_session_folder_linked_out_of_the_home_is_refused_untouched(
     home: Home, tmp_path: Path, level: str
 ) -> None:
+    """Refused as the writer's own refusal, which ends the attempt in its receipt, saying why."""
     folder = worker_dir(home.ensure_layout(), worker_session_id("review-x", 1))
     link = _link_out(folder if level == "session" else folder.parent, tmp_path / "outside")
-    with pytest.raises(HomeUnusable) as refused:
+    with pytest.raises(SessionLogError) as refused:
         WorkerLog(home, "review-x", 1).start("system", [], "fake", "fake-model", "context")
-    assert str(refused.value).startswith(_linked(home, link, "folder"))
+    assert refused.value.reason == (
+        f"{link} is a symbolic link, and remem writes its worker sessions only inside its home, "
+        "never through a link: remove the link, then retry"
+    )
     assert list((tmp_path / "outside").iterdir()) == [], "nothing written through it"
 
 
