@@ -1,5 +1,6 @@
 """Stops that reach `remem consolidate` once its end is decided change neither its line nor its
-status, and a stop that cancels a review the daemon had not yet begun says so.
+status; a stop that cancels a review the daemon had not yet begun says so, and one whose
+daemon died starts none to cancel it.
 
 A stop while the interpreter exited, after the command had given its handlers back (or once
 Python reset them as it ends), killed it outright: -15 to its parent, where a script read the
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from remem.daemon.home import Home
+from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import Source, gated, proposal, put
 from tests.daemon.test_consolidate_late_stops import _fill, _writing_to
 from tests.fake_openai import FakeOpenAI, slow, tool_call
@@ -132,6 +134,30 @@ def test_a_stop_before_the_daemon_asked_the_model_says_the_review_was_cancelled_
     interrupted = "remem: interrupted: cancelled before the model was asked; run it again to review"
     assert (second.returncode, err.splitlines()[-1:], fake.count) == (130, [interrupted], 1), out + err
     assert first.returncode == 0
+
+
+def test_a_cancel_whose_daemon_died_starts_no_daemon(
+    home: Home, fake: FakeOpenAI, source: Source, served: None
+) -> None:
+    """The stop's cancel goes on the run's own connection: a daemon dead by then is nothing to
+    cancel, said as such, and no daemon is started only to be told to cancel."""
+    fake.reply(slow(8, tool_call(proposal(put("prefer-uv", source.evidence())))))
+    running = _started(home, ["consolidate", source.id])
+    try:
+        _read_until(running, "waiting for the model")
+        daemon = DaemonPaths(home).read_status()
+        assert daemon is not None
+        running.send_signal(signal.SIGINT)
+        os.kill(daemon.pid, signal.SIGKILL)
+        _, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
+    finally:
+        _ended(running)
+    unanswered = (
+        "remem: interrupted before the daemon answered its cancel: the review may still commit "
+        f"(remem receipts --session {source.id} shows what became of it)"
+    )
+    assert (running.returncode, err.splitlines()[-1:]) == (130, [unanswered]), err
+    assert not DaemonPaths(home, layout=False).running()
 
 
 def _started(home: Home, args: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[str]:
