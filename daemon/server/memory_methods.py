@@ -6,6 +6,12 @@ CLI does. Each new revision of a scope, committed here or edited by hand, is ann
 `memory/changed`: the last announced revision per scope is what tells news from an echo. A hand
 edit the watcher reports becomes a history entry; the history methods (`memory/log`, `diff`,
 `showAt`, `revert`) read it, and a revert is committed and announced like any commit.
+
+A daemon's commits (`replaceGlobal`, `commitWorkspace`, `revert`, `regenerateIndex`) wait for
+a scope's lock another process keeps `LOCK_WAIT_SECONDS` at most, as its reads do, then are
+refused SCOPE_BUSY with nothing written: a `--no-daemon` writer suspended with Ctrl-Z held the
+scope's worker and turn for good. A command run without the daemon still waits as long as the
+lock is held (its user can interrupt it).
 """
 
 from __future__ import annotations
@@ -88,6 +94,9 @@ class MemoryMethods:
         self.store = MemoryStore(home, defer_history=watch is not None, attribute=attribute)
         self.cache = None if watch is None else SnapshotCache(self.store, watch=watch)
         self._publish = publish
+        # A server answering many callers (the daemon, an MCP server run without it) bounds its
+        # commits' waits for another process's lock; one command waits, its user there.
+        self._serving = watch is not None
         # Set once the daemon has recorded what changed while no daemon watched: a change found
         # after that was made while it watched, by hand (what `memory/log` finds before the
         # watcher's debounced look does, too).
@@ -139,8 +148,10 @@ class MemoryMethods:
         async with self._turns[None]:
             result = await self._off_loop(
                 None,
-                lambda: self._compared(
-                    None, self.store.replace_global(params.expectedRevision, params.content)
+                self._committing(
+                    lambda: self._compared(
+                        None, self.store.replace_global(params.expectedRevision, params.content)
+                    )
                 ),
             )
             self._committed(MemoryChanged(scope="global", revision=result.revision, valid=True), result)
@@ -151,9 +162,11 @@ class MemoryMethods:
         async with self._turns[workspace.key]:
             result = await self._off_loop(
                 workspace.key,
-                lambda: self._compared(
-                    workspace.key,
-                    self.store.commit_workspace(workspace, params.expectedRevision, params.changes),
+                self._committing(
+                    lambda: self._compared(
+                        workspace.key,
+                        self.store.commit_workspace(workspace, params.expectedRevision, params.changes),
+                    )
                 ),
             )
             change = MemoryChanged(
@@ -242,7 +255,9 @@ class MemoryMethods:
 
     async def regenerate_index(self, params: WorkspaceParams) -> RegenerateResult:
         workspace = WorkspaceId.from_cwd(params.cwd)
-        written = await self._off_loop(workspace.key, lambda: self.store.regenerate_index(workspace))
+        written = await self._off_loop(
+            workspace.key, self._committing(lambda: self.store.regenerate_index(workspace))
+        )
         return RegenerateResult(written=written)
 
     async def context(self, params: WorkspaceParams) -> ContextResult:
@@ -359,10 +374,16 @@ class MemoryMethods:
 
         # Waiting for its scope's lock with that scope's threads, not Global's (the entry says which).
         entry = await self._off_loop(HISTORY_READS, lambda: self.store.history.entry(params.entry))
-        scope, result = await self._off_loop(entry.workspace, reverted)
+        scope, result = await self._off_loop(entry.workspace, self._committing(reverted))
         if result.status == "committed":
             await self.scope_changed(scope)
         return result
+
+    def _committing(self, commit: Callable[[], T]) -> Callable[[], T]:
+        """`commit`, bounded (`_bounded`) in a server: stuck behind a `--no-daemon` writer
+        stopped in its work, it held the scope's worker and turn, and the daemon's stop, for
+        good. Its refusal says nothing was written: a scope's lock is taken before any write."""
+        return _bounded(commit, reading=False) if self._serving else commit
 
     async def in_scope_thread(
         self, scope: Scope, action: Callable[[], T], *, reads_global: bool = False
