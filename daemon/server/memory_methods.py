@@ -37,7 +37,7 @@ from ..memory.identity import WorkspaceId
 from ..memory.lint import listing
 from ..memory.revert import revert
 from ..memory.snapshot_cache import SnapshotCache
-from ..memory.store import MemoryInvalid, MemoryStore, ScopeBusy, bounded_lock_waits
+from ..memory.store import LOCK_WAIT_SECONDS, MemoryInvalid, MemoryStore, ScopeBusy, bounded_lock_waits
 from ..protocol import rpc
 from ..protocol.memory import CommitResult, GlobalSnapshot, HistoryEntry, WorkspaceSnapshot
 from ..protocol.rpc import (
@@ -103,6 +103,9 @@ class MemoryMethods:
         self._watching = False
         self._announced: dict[Scope, str | None] = {}
         self._kept: dict[Scope, frozenset[str]] = {}  # the kept saves each scope's last look saw
+        # The scopes whose look another process's lock left undone: said once per hold, and
+        # looked at again without waiting for that lock (`scope_changed`).
+        self._left: set[Scope] = set()
         # A commit and the watcher's look at the same scope take turns, so the watcher always
         # sees the revision the commit announced and drops the echo of its writes.
         self._turns: defaultdict[Scope, asyncio.Lock] = defaultdict(asyncio.Lock)
@@ -184,11 +187,15 @@ class MemoryMethods:
         False, the look left undone, when another process kept a lock of the scope for
         `LOCK_WAIT_SECONDS` (a `--no-daemon` writer stopped in its work): the daemon's watcher
         reports the scope again later, where the look held a worker thread, and the daemon's
-        stop, for as long as the lock was held."""
+        stop, for as long as the lock was held. Once left, the scope is looked at again without
+        waiting for that lock, and the hold is logged once, when it starts (`_left_undone`)."""
         async with self._turns[scope]:
-            looked = await self._off_loop(scope, functools.partial(self._look_unless_held, scope))
-            if looked is None:
+            within = 0 if scope in self._left else LOCK_WAIT_SECONDS
+            looked = await self._off_loop(scope, functools.partial(self._look_unless_held, scope, within))
+            if isinstance(looked, ScopeBusy):
+                self._left_undone(scope, looked.lock)
                 return False
+            self._looked_at_last(scope)
             change, kept = looked
             # A save kept beside a file (`<name>.unmerged-*`) coming or going leaves the revision
             # as it was, yet it is news to an editor that warns of it.
@@ -197,17 +204,30 @@ class MemoryMethods:
             self._announce(scope, change, again=kept_news)
         return True
 
-    def _look_unless_held(self, scope: Scope) -> tuple[MemoryChanged, frozenset[str]] | None:
+    def _look_unless_held(
+        self, scope: Scope, within: float
+    ) -> tuple[MemoryChanged, frozenset[str]] | ScopeBusy:
         try:
-            with bounded_lock_waits():
+            with bounded_lock_waits(within):
                 return self._look(scope), self._kept_saves(scope)
-        except ScopeBusy as exc:  # never what the files hold: the scope's name and the lock
+        except ScopeBusy as exc:
+            return exc
+
+    def _left_undone(self, scope: Scope, lock: Path) -> None:
+        # Never what the files hold: the scope's name and the lock. Once per hold: the watcher
+        # looks again every few seconds for as long as it lasts.
+        if scope not in self._left:
+            self._left.add(scope)
             log.warning(
                 "memory: the change of %s is looked at again later: another remem process holds %s",
                 _named(scope),
-                exc.lock,
+                lock,
             )
-            return None
+
+    def _looked_at_last(self, scope: Scope) -> None:
+        if scope in self._left:
+            self._left.discard(scope)
+            log.info("memory: the change of %s is looked at: its lock was let go", _named(scope))
 
     def _compared(self, scope: Scope, result: CommitResult) -> CommitResult:
         """`result`, a commit's; a conflict found the scope at another revision on disk than

@@ -83,8 +83,9 @@ POLL_SECONDS = 1.0
 # watched one must still be the folder its watch is on (moved away or replaced, it is not).
 MISSING_ROOT_SECONDS = 2.0
 # How soon a target whose reaction could not look at it (another process holds its lock) is
-# reported again: its reaction then waits that lock's bound again, so not at once.
-REPORT_AGAIN_SECONDS = 10.0
+# reported again, until it can: a look again tries that lock once, without waiting
+# (`MemoryMethods.scope_changed`), so it is cheap enough to look soon after the lock is let go.
+REPORT_AGAIN_SECONDS = 2.0
 STARTING = "starting: the watches are being set up"
 # Runs one of the watcher's callbacks on the event loop: the daemon's (`Daemon._guarded`) stops
 # it as a crash on an unexpected error, where the loop only logged it and a callback that never
