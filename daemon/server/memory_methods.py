@@ -303,22 +303,26 @@ class MemoryMethods:
             keys = []
         for scope in [None, *keys]:
             try:
-                held = await self._off_loop(scope, functools.partial(self._reconcile, scope))
+                why = await self._off_loop(scope, functools.partial(self._reconcile, scope))
             except Exception as exc:
                 self._unchecked(scope, type(exc).__name__)
             else:
-                if held is not None:
-                    self._unchecked(scope, f"another remem process holds {held}")
+                if why is not None:
+                    self._unchecked(scope, why)
         self._watching = self.cache is not None  # a daemon: its watcher starts now
 
-    def _reconcile(self, scope: Scope) -> Path | None:
-        """None once the scope's history is up to date, else the lock another process holds:
-        taken at once or not at all, the start waits on no other process's lock."""
+    def _reconcile(self, scope: Scope) -> str | None:
+        """None once the scope's history is up to date, else why not: the lock another process
+        holds (taken at once or not at all, the start waits on no other process's lock), or the
+        history's failure to record the state found, which the history keeps rather than raises
+        (and has logged): a state found later may then be one made while no daemon ran."""
         try:
             with bounded_lock_waits(0):
                 self.store.sync_history(scope, RECOVERED)
         except ScopeBusy as exc:
-            return exc.lock
+            return f"another remem process holds {exc.lock}"
+        if self.store.history.trouble(scope) is not None:
+            return "its history could not record the state found"
         return None
 
     def _unchecked(self, scope: Scope, why: str) -> None:
