@@ -21,9 +21,9 @@ import pytest
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import Source, gated, proposal, put
-from tests.daemon.test_consolidate_late_stops import _fill, _writing_to
 from tests.fake_openai import FakeOpenAI, slow, tool_call
 from tests.scratch import hooked_pythonpath
+from tests.stop_helpers import drained, ended, fill, writing_to
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -80,7 +80,7 @@ def test_stops_while_the_stopped_command_exits_leave_its_status(
         os.write(gate[1], b"go")
         out, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
     finally:
-        _ended(running)
+        ended(running)
     assert running.returncode == 128 + signal.SIGINT, out + err
     assert "cancelled before any memory was written" in out and "Traceback" not in err, out + err
 
@@ -91,22 +91,22 @@ def test_a_stop_while_a_refusal_is_said_keeps_the_refusal(home: Home, source: So
     unstopped = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert unstopped.returncode not in (0, 128 + signal.SIGINT), unstopped.stdout
     read, write = os.pipe()
-    _fill(write)  # the refusal waits for room: the stop comes while it is said
-    drained: list[bytes] = []
+    fill(write)  # the refusal waits for room: the stop comes while it is said
+    said: list[bytes] = []
     with subprocess.Popen(command, stdout=write, stderr=subprocess.PIPE, text=True) as running:
         os.close(write)
         try:
-            wait_until(lambda: _writing_to(running.pid, 1), what="the command to say its refusal")
+            wait_until(lambda: writing_to(running.pid, 1), what="the command to say its refusal")
             running.send_signal(signal.SIGINT)
-            draining = threading.Thread(target=lambda: drained.append(_all(read)))
+            draining = threading.Thread(target=lambda: said.append(drained(read)))
             draining.start()
             _, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
             draining.join()
         finally:
-            _ended(running)
+            ended(running)
             os.close(read)
-    said = b"".join(drained).replace(b"\0", b"").decode()
-    assert (running.returncode, said, err) == (unstopped.returncode, unstopped.stdout, unstopped.stderr)
+    out = b"".join(said).replace(b"\0", b"").decode()
+    assert (running.returncode, out, err) == (unstopped.returncode, unstopped.stdout, unstopped.stderr)
 
 
 def test_a_stop_before_the_daemon_asked_the_model_says_the_review_was_cancelled_before_it(
@@ -125,12 +125,12 @@ def test_a_stop_before_the_daemon_asked_the_model_says_the_review_was_cancelled_
             second.send_signal(signal.SIGINT)
             out, err = second.communicate(timeout=60)  # a hang guard, not a speed assertion
         finally:
-            _ended(second)
+            ended(second)
         let_go.set()
         first.communicate(timeout=60)
     finally:
         let_go.set()
-        _ended(first)
+        ended(first)
     interrupted = "remem: interrupted: cancelled before the model was asked; run it again to review"
     assert (second.returncode, err.splitlines()[-1:], fake.count) == (130, [interrupted], 1), out + err
     assert first.returncode == 0
@@ -151,7 +151,7 @@ def test_a_cancel_whose_daemon_died_starts_no_daemon(
         os.kill(daemon.pid, signal.SIGKILL)
         _, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
     finally:
-        _ended(running)
+        ended(running)
     unanswered = (
         "remem: interrupted before the daemon answered its cancel: the review may still commit "
         f"(remem receipts --session {source.id} shows what became of it)"
@@ -173,21 +173,6 @@ def _read_until(running: subprocess.Popen[str], said: str) -> None:
         if said in line:
             return
     raise AssertionError(f"the command ended (status {running.wait()}) without saying {said!r}")
-
-
-def _all(read: int) -> bytes:
-    """Everything written to the pipe whose reading end is `read`, until its writers close it."""
-    chunks = []
-    while chunk := os.read(read, 65536):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _ended(running: subprocess.Popen[str]) -> None:
-    """`running` ended, killed if a hang guard gave up on it, so that no test leaves it behind."""
-    if running.poll() is None:
-        running.kill()
-        running.wait()
 
 
 def _remem(home: Home) -> list[str]:

@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -25,6 +24,7 @@ from remem.daemon.home import Home
 from tests.consolidation.conftest import Source, proposal, put
 from tests.fake_openai import FakeOpenAI, slow, tool_call
 from tests.scratch import hooked_pythonpath
+from tests.stop_helpers import fill, writing_to
 from tests.terminal import in_a_terminal, read_until
 from tests.waiting import wait_until
 
@@ -37,13 +37,13 @@ def test_a_stop_once_the_review_answered_says_its_outcome_and_ends_with_its_stat
 ) -> None:
     fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
     read, write = os.pipe()
-    _fill(write)  # the result's first line waits for room: the command is past its review
+    fill(write)  # the result's first line waits for room: the command is past its review
     try:
         with subprocess.Popen(
             [*_remem(home), "consolidate", source.id], stdout=write, stderr=subprocess.PIPE, text=True
         ) as running:
             os.close(write)
-            wait_until(lambda: _writing_to(running.pid, 1), what="the command to write its result")
+            wait_until(lambda: writing_to(running.pid, 1), what="the command to write its result")
             running.send_signal(stop)
             _, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
     finally:
@@ -61,13 +61,13 @@ def test_a_stop_while_the_first_one_is_said_changes_neither_the_line_nor_the_sta
     fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
     read, write = os.pipe()
     said, saying = os.pipe()
-    _fill(write)
+    fill(write)
     with subprocess.Popen([*_remem(home), "consolidate", source.id], stdout=write, stderr=saying) as running:
         os.close(write)
-        wait_until(lambda: _writing_to(running.pid, 1), what="the command to write its result")
-        _fill(saying)  # the first stop's line waits for room too
+        wait_until(lambda: writing_to(running.pid, 1), what="the command to write its result")
+        fill(saying)  # the first stop's line waits for room too
         running.send_signal(signal.SIGTERM)
-        wait_until(lambda: _writing_to(running.pid, 2), what="the command to say it was stopped")
+        wait_until(lambda: writing_to(running.pid, 2), what="the command to say it was stopped")
         running.send_signal(signal.SIGTERM)
         os.close(saying)
         with os.fdopen(said, "rb") as err:
@@ -83,7 +83,7 @@ def test_a_stop_that_cuts_the_json_ends_with_the_stop_s_status_and_says_the_outc
 ) -> None:
     fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
     read, write = os.pipe()
-    _fill(write)  # the JSON waits for room: a script reading it would get none of it
+    fill(write)  # the JSON waits for room: a script reading it would get none of it
     try:
         with subprocess.Popen(
             [*_remem(home), *where, "consolidate", "--json", source.id],
@@ -92,7 +92,7 @@ def test_a_stop_that_cuts_the_json_ends_with_the_stop_s_status_and_says_the_outc
             text=True,
         ) as running:
             os.close(write)
-            wait_until(lambda: _writing_to(running.pid, 1), what="the command to write its JSON")
+            wait_until(lambda: writing_to(running.pid, 1), what="the command to write its JSON")
             running.send_signal(signal.SIGTERM)
             _, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
     finally:
@@ -150,27 +150,6 @@ def _killed_as_given_back(signum, handler):
 
 signal.signal = _killed_as_given_back
 """
-
-
-def _fill(write: int) -> None:
-    """Fill the pipe whose writing end is `write`, so that the next write to it waits."""
-    os.set_blocking(write, False)
-    try:
-        while True:
-            os.write(write, b"\0" * 4096)
-    except BlockingIOError:
-        pass
-    os.set_blocking(write, True)
-
-
-def _writing_to(pid: int, fd: int) -> bool:
-    """Whether process `pid` waits for room in the pipe its file descriptor `fd` writes to, as
-    the kernel says where it sleeps and in which call (its first argument: the descriptor)."""
-    try:
-        call = Path(f"/proc/{pid}/syscall").read_text().split()
-        return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text() and call[1:2] == [hex(fd)]
-    except OSError:  # exited meanwhile: the wait failed, as the test then says
-        return False
 
 
 def _committed(home: Home, source: Source) -> str:
