@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from .. import safe_yaml
 from ..faults import faultpoint
 from ..fsutil import Unwritable, refused_as_unwritable, remedy
-from ..home import Home
+from ..home import Home, HomeUnusable
 from ..limits import SESSION_LINE_MAX_BYTES, size_text
-from ..locks import LockHandle, try_removable_lock
+from ..locks import LockHandle, LockUnusable, try_removable_lock
 from ..memory.identity import WorkspaceId
 from ..memory.record import render_record
 from ..memory.store import MemoryInvalid, MemoryStore
@@ -87,7 +87,7 @@ from .receipts import (
 from .route import Route, RouteError, open_client, resolve_route
 from .settle import commit, mark, recover, unmark
 from .worker import LINE_ROOM_BYTES, Outcome, Progress, http_client, logged_bytes, run_attempt
-from .worker_log import WorkerLog, unwritten, worker_log_path, worker_session_id
+from .worker_log import WorkerLog, unstarted, worker_log_path, worker_session_id
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -315,13 +315,10 @@ class Consolidator:
             log = WorkerLog(self.home, review, attempt.number)
             with refused_as_unwritable(log.path.parent):
                 log.start(SYSTEM_RULES, [TOOL], route.provider, route.model, context)
-        except SessionLogError as exc:
-            why = f"the worker session could not be written: {exc.reason}"
-            return self._finish(ended(receipt, Status.INTERNAL_ERROR, why))
-        except Unwritable as exc:
+        except (SessionLogError, LockUnusable, HomeUnusable, OSError) as exc:
             # The receipt, smaller and in another folder, says why, as for a later append's refusal:
             # left `running`, readers would say it interrupted, naming no cause (decision 0543).
-            return self._finish(ended(receipt, Status.INTERNAL_ERROR, unwritten(exc)))
+            return self._finish(ended(receipt, Status.INTERNAL_ERROR, unstarted(exc)))
         return _Ready(receipt, log, context, evidence.ranges(), debug, source)
 
     def _adopt(

@@ -8,14 +8,16 @@ attempt moves on, so after a crash what the model saw and its final proposal can
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from ..fsutil import remedy
+from ..fsutil import Unwritable, is_refused_write, remedy
 from ..home import Home, HomeUnusable
+from ..locks import LockUnusable
 from ..sessions.catalog import WORKER_WORKSPACE
 from ..sessions.errors import SessionLogError
 from ..sessions.models import SessionEvent, SessionHeader
@@ -197,6 +199,24 @@ def _made_link(home: Home, directory: Path) -> Path | None:
     except HomeUnusable:
         return None
     return next((p for p in (directory.parent, directory) if os.path.islink(p)), None)
+
+
+def unstarted(exc: SessionLogError | LockUnusable | HomeUnusable | OSError) -> str:
+    """Why an attempt ended whose worker session could not be started, naming what stood in its
+    way and what to do: the receipt already said the attempt running, so whatever the cause (a
+    refused write, a file where remem makes a folder, a link at `writer.lock`) it is said there,
+    never left for readers to call interrupted (decision 0543)."""
+    if isinstance(exc, Unwritable):
+        return unwritten(exc)
+    if isinstance(exc, SessionLogError):
+        return f"the worker session could not be written: {exc.reason}"
+    if isinstance(exc, LockUnusable | HomeUnusable):  # each names the file and its fix
+        return f"the worker session could not be started: {exc}"
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        fix = "something other than a folder stands where remem makes one: move it away"
+    else:
+        fix = remedy(exc.errno) if is_refused_write(exc) else "fix or move away what stands there"
+    return f"the worker session could not be started at {exc.filename} ({exc.strerror}); {fix}, then retry"
 
 
 def unwritten(refusal: OSError) -> str:

@@ -9,7 +9,9 @@ Run as the real `remem`, with and without its daemon, against the fake model ser
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,75 @@ def test_a_linked_worker_folder_ends_the_attempt_in_its_receipt_saying_why(
     retried = remem(home, "consolidate", source.id)
     assert retried.returncode == 0 and retried.stdout.startswith("committed, 1 change(s)"), retried
     assert fake.count == 2  # the linked attempt never asked the model
+
+
+def _obstruct(folder: Path, obstacle: str, outside: Path) -> tuple[Path, Callable[[], None]]:
+    """Put `obstacle` in the way of the worker session at `folder`: the path the refusal names,
+    and how to take it away again."""
+    if obstacle == "lock-link":  # the lock would be taken through it, out of the home
+        folder.mkdir(parents=True)
+        lock = folder / LOCK_NAME
+        lock.symlink_to(outside)
+        return lock, lock.unlink
+    if obstacle == "fifo":
+        os.mkfifo(folder)
+        return folder, folder.unlink
+    project = folder.parent if obstacle == "project-file" else folder
+    moved = outside.with_name("moved")
+    if project.exists():  # the worker sessions made so far, kept aside meanwhile
+        shutil.move(project, moved)
+    project.write_bytes(b"not a folder")
+
+    def undo() -> None:
+        project.unlink()
+        if moved.exists():
+            shutil.move(moved, project)
+
+    return project, undo
+
+
+@pytest.mark.parametrize(
+    ("obstacle", "daemon"),
+    [("lock-link", False), ("file", False), ("project-file", False), ("lock-link", True), ("fifo", True)],
+)
+def test_a_worker_folder_that_cannot_be_used_ends_the_attempt_in_its_receipt_saying_why(
+    home: Home, fake: FakeOpenAI, source: Source, tmp_path: Path, request: pytest.FixtureRequest,
+    obstacle: str, daemon: bool,
+) -> None:  # fmt: skip
+    """Whatever stops the worker session's start once the receipt says the attempt running (a
+    link at its `writer.lock`, a file or a FIFO where its folder or its project's is made) ends
+    the attempt there, naming the path, exit 1: it left the receipt running, said interrupted,
+    and exit 2, or 4 as a bug of remem's."""
+    if daemon:
+        request.getfixturevalue("served")
+    fake.reply(status(400, "bad request"))
+    assert remem(home, "consolidate", source.id).returncode == 1  # provider-failed: attempt 1
+    [failed] = ReceiptStore(home).all()
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"not remem's")
+    named, undo = _obstruct(worker_dir(home, worker_session_id(failed.review, 2)), obstacle, outside)
+
+    refused = remem(home, "consolidate", source.id)
+
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    said = (
+        f"the worker session could not be started: {named} cannot be used as a lock file"
+        if obstacle == "lock-link"
+        else f"the worker session could not be started at {named} (File exists); something other "
+        "than a folder stands where remem makes one: move it away, then retry"
+    )
+    assert said in refused.stdout, refused.stdout
+    receipts = remem(home, "receipts")
+    assert "interrupted" not in receipts.stdout and str(named) in receipts.stdout, receipts.stdout
+    [receipt] = ReceiptStore(home).all()
+    assert [(a.number, a.status) for a in receipt.attempts] == [
+        (1, Status.PROVIDER_FAILED),
+        (2, Status.INTERNAL_ERROR),
+    ]
+    assert outside.read_bytes() == b"not remem's"
+
+    undo()  # the retry goes on with the next attempt
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    retried = remem(home, "consolidate", source.id)
+    assert retried.returncode == 0 and retried.stdout.startswith("committed, 1 change(s)"), retried
+    assert fake.count == 2  # the refused attempt never asked the model
