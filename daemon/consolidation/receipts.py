@@ -381,7 +381,8 @@ def _may_be(path: Path, wanted: Callable[[Receipt], bool]) -> bool:
     """Whether the misnamed file at `path` may be a receipt `wanted` keeps. A receipt renamed by
     hand is read (its front matter only, never through a link nor waiting on a FIFO) for whose it
     is; a file that does not open with front matter is a note, no receipt; one that cannot be read,
-    or whose front matter is no valid receipt (damaged), cannot be told, so it may."""
+    or whose front matter is no valid receipt (damaged; CRLF lines or a BOM, as an editor may save
+    it, which `parse_receipt` does not read), cannot be told, so it may."""
     try:
         with os.fdopen(open_regular(path), "rb") as handle:
             head = handle.read(_FRONT_READ_BYTES).decode("utf-8", errors="replace")
@@ -389,7 +390,7 @@ def _may_be(path: Path, wanted: Callable[[Receipt], bool]) -> bool:
         return False
     except OSError:
         return True
-    if not head.startswith("---\n"):
+    if not head.removeprefix("\ufeff").startswith(("---\n", "---\r\n")):
         return False
     try:
         return wanted(parse_receipt(head))

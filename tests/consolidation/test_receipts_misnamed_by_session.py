@@ -81,3 +81,20 @@ def test_a_sessions_listing_says_only_the_misnamed_files_that_may_be_its_receipt
     assert of_a_text.returncode == 0 and of_a_text.stderr == "", of_a_text.stderr
     assert of_a_text.stdout.splitlines()[-1] == "1 receipt(s)", of_a_text.stdout
     assert (tmp_path / "outside" / "a.md").read_text().startswith("---\n")  # left as it was
+
+
+def test_a_renamed_receipt_with_crlf_lines_or_a_bom_may_be_any_sessions(home: Home) -> None:
+    """A receipt an editor saved with CRLF line endings, or with a UTF-8 BOM before its `---`, is
+    no note: remem cannot read its front matter, so it may be the session's and is said. Either
+    was taken for a note and passed over in silence by every session's listing."""
+    reviewed(home, "session-a", "a", "2026-01-01T00:00:00Z")
+    reviewed(home, "session-b", "b", "2026-02-01T00:00:00Z")
+    text = (home.reviews / f"{'b' * 64}.md").read_text()
+    (home.reviews / "b-crlf.md").write_bytes(text.replace("\n", "\r\n").encode())
+    (home.reviews / "b-bom.md").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    (home.reviews / "notes.md").write_text("# Notes\r\n\r\nStill a note.\r\n")
+
+    of_a = _remem(home, "receipts", "--json", "--session", "session-a", daemon=False)
+
+    named = "not named as remem names a receipt"
+    assert _said(of_a) == f"2 file(s) {named} (b-bom.md, b-crlf.md) are no receipts"
