@@ -230,6 +230,9 @@ class ReceiptStore:
         self.locks = home.locks
         # Parsed receipts by file and stat: listings ask for all of them, and YAML is slow.
         self._parsed: dict[Path, tuple[_Version, Receipt]] = {}
+        # What each misnamed file holds, by file and stat: every filtered listing asks (the
+        # language server's after each review), and a renamed receipt may be a megabyte to parse.
+        self._misnamed: dict[Path, tuple[_Version, _Held]] = {}
 
     def path(self, review: str) -> Path:
         return self.folder / f"{review}.md"
@@ -303,12 +306,14 @@ class ReceiptStore:
 
         `wanted`: a filtered listing's filter (one session's reviews); only the files that may be
         a receipt it keeps are said (`_may_be`), not another session's or a note (decision 0547)."""
-        names = [
-            n
-            for n in self._home.names_in(self.folder)
-            if _receipt_like(n) and not RECEIPT_NAME.fullmatch(n)
-            and (wanted is None or _may_be(self.folder / n, wanted))
-        ]  # fmt: skip
+        found = {
+            n for n in self._home.names_in(self.folder) if _receipt_like(n) and not RECEIPT_NAME.fullmatch(n)
+        }
+        for gone in [
+            path for path in list(self._misnamed) if path.name not in found
+        ]:  # list(): others may list
+            self._misnamed.pop(gone, None)
+        names = [n for n in found if wanted is None or self._may_be(self.folder / n, wanted)]
         if not names:
             return None
         first = ", ".join(sorted(shown(n) for n in names)[:NAMED_FILES])
@@ -350,6 +355,21 @@ class ReceiptStore:
         except (OSError, LockUnusable, _NotAFile):  # not known to have stopped: said pending
             return False
 
+    def _may_be(self, path: Path, wanted: Callable[[Receipt], bool]) -> bool:
+        """Whether the misnamed file at `path` may be a receipt `wanted` keeps (`_held_in`), read
+        again only once its stat changed."""
+        try:
+            key = _version(path.lstat())  # a link's own: never followed
+        except FileNotFoundError:  # removed since the folder was listed
+            return False
+        except OSError:
+            return True
+        known = self._misnamed.get(path)
+        if known is None or known[0] != key:
+            known = self._misnamed[path] = (key, _held_in(path))
+        front = known[1]
+        return front if isinstance(front, bool) else wanted(front)
+
     def _cached(self, path: Path) -> Receipt:
         key = _version(_regular_stat(path))
         known = self._parsed.get(path)
@@ -377,23 +397,27 @@ def said_once(folder: Path, errors: list[ListError]) -> list[ListError]:
     return [ListError(path=str(folder), message=message, kind="reviews")]
 
 
-def _may_be(path: Path, wanted: Callable[[Receipt], bool]) -> bool:
-    """Whether the misnamed file at `path` may be a receipt `wanted` keeps. A receipt renamed by
-    hand is read (its front matter only, never through a link nor waiting on a FIFO) for whose it
-    is; a file that does not open with front matter is a note, no receipt; one that cannot be read,
-    or whose front matter is no valid receipt (damaged; CRLF lines or a BOM, as an editor may save
-    it, which `parse_receipt` does not read), cannot be told, so it may."""
+# What a misnamed file holds (`_held_in`): a receipt renamed by hand; False, a note; True, no telling.
+_Held = Receipt | bool
+
+
+def _held_in(path: Path) -> _Held:
+    """What the misnamed file at `path` holds. A receipt renamed by hand is read (its front matter
+    only, never through a link nor waiting on a FIFO) for whose it is; a file that does not open
+    with front matter is a note, no receipt (False); one that cannot be read, or whose front matter
+    is no valid receipt (damaged; CRLF lines or a BOM, as an editor may save it, which
+    `parse_receipt` does not read), cannot be told to be another's (True)."""
     try:
         with os.fdopen(open_regular(path), "rb") as handle:
             head = handle.read(_FRONT_READ_BYTES).decode("utf-8", errors="replace")
-    except FileNotFoundError:  # removed since the folder was listed
+    except FileNotFoundError:  # removed since its stat
         return False
     except OSError:
         return True
     if not head.removeprefix("\ufeff").startswith(("---\n", "---\r\n")):
         return False
     try:
-        return wanted(parse_receipt(head))
+        return parse_receipt(head)
     except ValueError:  # what `parse_receipt` raises of any text
         return True
 

@@ -150,7 +150,9 @@ class ConsolidationMethods:
             self._running.pop(session, None)
         self._cancelling.discard(task)
 
-    async def receipts(self, params: ReceiptsParams) -> ReceiptsResult:
+    async def receipts(self, params: ReceiptsParams, *, misnamed: bool = True) -> ReceiptsResult:
+        """`consolidation/receipts`; without the `misnamed` files' error for a caller of the daemon's
+        own that shows no errors (the editor's overview), which need not read them to drop it."""
         receipts, errors = await asyncio.to_thread(self.consolidator.receipts.listing)
         workspace = None if params.cwd is None else WorkspaceId.from_cwd(params.cwd).key
 
@@ -167,8 +169,9 @@ class ConsolidationMethods:
         # A file not named as a receipt is said in a filtered listing only when it may be one
         # of the filter's (decision 0547): a note, or another session's receipt, is not its error.
         filtered = (params.session, params.cwd, params.review) != (None, None, None)
-        misnamed = await asyncio.to_thread(self.consolidator.receipts.misnamed, kept if filtered else None)
-        unreadable += [misnamed] if misnamed is not None else []
+        if misnamed:
+            found = await asyncio.to_thread(self.consolidator.receipts.misnamed, kept if filtered else None)
+            unreadable += [found] if found is not None else []
         interrupted = await asyncio.to_thread(self.consolidator.receipts.interrupted, wanted)
         return ReceiptsResult(
             receipts=wanted,

@@ -41,7 +41,7 @@ class ViewMethods:
         workspace = WorkspaceId.from_cwd(params.cwd)
         listing, receipts = await asyncio.gather(
             self._sessions.listing(ListParams(cwd=params.cwd)),
-            self._consolidation.receipts(ReceiptsParams(cwd=params.cwd)),
+            self._consolidation.receipts(ReceiptsParams(cwd=params.cwd), misnamed=False),
         )
         titles = {s.id: s.title for s in listing.sessions}
         interrupted = frozenset(receipts.interrupted)
