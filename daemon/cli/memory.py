@@ -616,13 +616,20 @@ def _read(ask: Callable[[Params], Result], params: Params, as_json: bool) -> Res
     except RpcError as exc:
         if exc.code == HISTORY_REFUSED:
             _refused(exc)
-        if exc.code == UNWRITABLE:
-            refused_write(exc)
-        if exc.code == SCOPE_BUSY:  # its message names the lock file and says to end its holder
-            failure("SCOPE_BUSY", exc.message)
+        _said_if_busy_or_unwritable(exc)
         if exc.code != MEMORY_INVALID:
             raise
         _report_invalid(exc.message, exc.data, as_json)
+
+
+def _said_if_busy_or_unwritable(exc: RpcError) -> None:
+    """Exit 1 on a refusal a read and a commit share: the disk refused the write (UNWRITABLE), or
+    another process kept the scope's lock past the daemon's bound (SCOPE_BUSY; its message names
+    the lock file and says to end its holder). Anything else is left to the caller."""
+    if exc.code == UNWRITABLE:
+        refused_write(exc)
+    if exc.code == SCOPE_BUSY:
+        failure("SCOPE_BUSY", exc.message)
 
 
 def _commit(
@@ -643,8 +650,7 @@ def _commit(
     except RpcError as exc:
         if exc.code == INVALID_CHANGES:
             _report_result_invalid([Problem.model_validate(p) for p in exc.data["problems"]], as_json)
-        if exc.code == UNWRITABLE:
-            refused_write(exc)
+        _said_if_busy_or_unwritable(exc)
         if exc.code != MEMORY_INVALID:
             raise
         files = [FileProblems.model_validate(f) for f in exc.data["files"]]
