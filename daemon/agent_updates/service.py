@@ -263,7 +263,7 @@ class AgentUpdates:
         """Global and the workspace as an agent loads them; no text when `known` is current.
         ScopeBusy, like `index` and `record`, when another process holds a scope's lock past
         `LOCK_WAIT_SECONDS`."""
-        with bounded_lock_waits():
+        with bounded_lock_waits(reading=True):
             global_memory = self.cache.global_snapshot()
             snapshot = self.cache.workspace_snapshot(workspace)
         answer = self._reply(workspace, global_memory, snapshot, known, render=True)
@@ -271,7 +271,7 @@ class AgentUpdates:
         return answer
 
     def index(self, workspace: WorkspaceId) -> AgentIndexResult:
-        with bounded_lock_waits():
+        with bounded_lock_waits(reading=True):
             snapshot = self.cache.workspace_snapshot(workspace)
         entries = [
             AgentIndexEntry(name=r.name, description=r.description, type=r.type) for r in snapshot.records
@@ -279,7 +279,7 @@ class AgentUpdates:
         return AgentIndexResult(records=entries)
 
     def record(self, workspace: WorkspaceId, name: str) -> AgentRecordResult:
-        with bounded_lock_waits():
+        with bounded_lock_waits(reading=True):
             snapshot = self.cache.workspace_snapshot(workspace)
         return AgentRecordResult(record=next((r for r in snapshot.records if r.name == name), None))
 
