@@ -24,6 +24,7 @@ import {
   type ReceiptResult,
   Requests,
   type RevertResult,
+  SCOPE_BUSY,
   ServerCommands,
   type SessionTreeResult,
   type SetApiKeyArgs,
@@ -415,9 +416,11 @@ async function explainRefusal(ctx: FlowContext, error: unknown): Promise<void> {
 }
 
 /** The message of the daemon's refusal of a history request, or null for any other error. */
-function historyRefusal(error: unknown): string | null {
+/** The daemon's own words when it refused an undo whole: the history cannot answer, or another
+ * process keeps the scope's lock. */
+function undoRefusal(error: unknown): string | null {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  return code === HISTORY_REFUSED && typeof message === 'string' ? message : null;
+  return (code === HISTORY_REFUSED || code === SCOPE_BUSY) && typeof message === 'string' ? message : null;
 }
 
 function refusalCode(error: unknown): string | undefined {
@@ -876,7 +879,7 @@ async function undoChange(
     // The daemon refuses a state it cannot write back (a record invalid at that entry), or one the
     // history never recorded (before a first entry that found memory there): say why.
     const { problems } = refusalData(error);
-    const refused = problems.length > 0 ? `${problems.join('; ')}.` : historyRefusal(error);
+    const refused = problems.length > 0 ? `${problems.join('; ')}.` : undoRefusal(error);
     if (refused === null) throw error;
     await ctx.ui.warn(`Nothing was undone: ${refused}`);
     throw new Stop();

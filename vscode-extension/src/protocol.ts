@@ -54,6 +54,9 @@ export function serverProtocol(capabilities: { experimental?: unknown } | undefi
 
 /** The daemon's refusal of a history request (its message says why), passed on by the server. */
 export const HISTORY_REFUSED = -32015;
+/** The daemon's refusal of a commit behind a lock another process keeps past its bound (the
+ * message names the lock and says nothing was written), passed on by the server. */
+export const SCOPE_BUSY = -32018;
 
 export const TRANSCRIPT_SCHEME = 'remem-session';
 /** `remem-history:/<entry id>/<file name>`: a memory file as a history entry left it (read-only). */

@@ -1225,6 +1225,16 @@ test('a refused undo says why, in the daemon\'s words, and is no error', async (
   h.infoAnswers.push(flows.UNDO);
   await flows.run(() => flows.showMemoryHistory(h.ctx));
   assert.deepEqual(h.warnings.at(-1), `Nothing was undone: ${never}`);
+  // Another process keeping the scope's lock past the daemon's bound: nothing was written.
+  const busy = 'another remem process writing this memory has held ws-k.lock for over 5 s: nothing was written';
+  h.request = async <R>(method: string, params: object): Promise<R> => {
+    if (method === 'remem/revertMemory') throw Object.assign(new Error(busy), { code: -32018 });
+    return answer<R>(method, params);
+  };
+  h.picks.push((items) => items[0]);
+  h.infoAnswers.push(flows.UNDO);
+  await flows.run(() => flows.showMemoryHistory(h.ctx));
+  assert.deepEqual(h.warnings.at(-1), `Nothing was undone: ${busy}`);
   // Any other failure is the command's error, as before.
   h.request = async <R>(method: string, params: object): Promise<R> => {
     if (method === 'remem/revertMemory') throw new Error('daemon gone');
