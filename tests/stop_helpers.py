@@ -44,3 +44,17 @@ def ended(running: subprocess.Popen[Any]) -> None:
     if running.poll() is None:
         running.kill()
         running.wait()
+
+
+def none_pending(pid: int) -> bool:
+    """Whether each signal sent to process `pid` was taken: none waits for one of its threads.
+    A stop sent while another is pending may be given to a thread other than the main one, where
+    a Python handler does not run until the main thread next wakes."""
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16):
+                    return False
+    except OSError:  # exited meanwhile: the wait failed, as the test then says
+        return False
+    return True

@@ -46,6 +46,7 @@ from .output import (
     EXIT_CONFLICT,
     EXIT_INTERRUPTED,
     EXIT_PROBLEMS,
+    EXIT_STATUS,
     Command,
     Group,
     OutputUnwritable,
@@ -95,8 +96,7 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
         except RpcError as exc:
             if stops.heard and exc.code == CONSOLIDATION_REFUSED and exc.data.get("code") == "CANCELLED":
                 stops.end(f"remem: interrupted: {exc.message}")
-            stops.exiting = True  # the refusal is what happened: a stop while it is said keeps it
-            _refused(exc, as_json, backend, session_id)
+            _refused(exc, as_json, backend, session_id, stops)
         except CancelUnanswered:
             stops.end(stops.unanswered())
         stops.result = result
@@ -105,8 +105,8 @@ def consolidate(backend: Backend, session_id: str, as_json: bool) -> None:
             stops.json_written = True
         else:
             _say_result(backend, result, asked_at)
-        stops.exiting = True
-        sys.exit(stops.status())
+        stops.exiting = stops.status()
+        sys.exit(stops.exiting)
 
 
 def _say_result(backend: Backend, result: ConsolidationResult, asked_at: str) -> None:
@@ -324,7 +324,8 @@ class _Stops:
     heard: list[int] = field(default_factory=list)
     result: ConsolidationResult | None = None
     json_written: bool = False  # the result, under `--json`, written whole
-    exiting: bool = False
+    exiting: int | None = None  # the status decided once the command's exit is under way
+    late: int = 0  # stops heard since
 
     def status(self) -> int:
         """The command's exit status: once the review answered, its outcome's (a stop then only
@@ -339,8 +340,8 @@ class _Stops:
 
     def end(self, line: str | None = None) -> NoReturn:
         """End the command on a stop, saying `line`, by default what became of the review."""
-        self.exiting = True
-        say_stopped(line or self._stopped(), self.status())
+        self.exiting = self.status()
+        say_stopped(line or self._stopped(), self.exiting)
 
     def unanswered(self) -> str:
         """What a stop whose cancel the daemon did not answer ends the command saying."""
@@ -372,13 +373,19 @@ def _stops_as_ctrl_c(stops: _Stops) -> Iterator[None]:
     away (decision 0528). A stop the process was started ignoring (`nohup`'s SIGHUP) stays
     ignored. Once the review answered, or after a first stop, a stop ends the command where it
     is (`_Stops.end`); once its exit is under way it changes nothing: raised, the top level said
-    it "remem: interrupted", 130, whatever the exit was. Given back when the command ends, as a
+    it "remem: interrupted", 130, whatever the exit was. A second stop then gives up what was
+    left to say, as a line that waits for room that long may never get it (a full pipe nobody
+    reads, a terminal paused with Ctrl-S): the command ends with the status it decided, where it
+    hung until SIGKILL (decision 0546). Given back when the command ends, as a
     process that embeds it (a test's `CliRunner`) had them, they are ignored once the process
     itself exits (`_stops_ignored_at_exit`)."""
 
     def as_ctrl_c(signum: int, frame: FrameType | None) -> None:
         stops.heard.append(signum)
-        if stops.exiting:
+        if stops.exiting is not None:
+            stops.late += 1
+            if stops.late > 1:
+                exit_silenced(stops.exiting)
             return
         if stops.result is not None or len(stops.heard) > 1:
             stops.end()
@@ -426,8 +433,8 @@ def _ended_by_stops(stops: _Stops) -> Iterator[None]:
     except OutputUnwritable:
         if not stops.heard:
             raise
-        stops.exiting = True
-        exit_silenced(stops.status())
+        stops.exiting = stops.status()
+        exit_silenced(stops.exiting)
 
 
 def _interrupted_status(heard: list[int]) -> int:
@@ -612,12 +619,18 @@ def _model_set(backend: Backend, current: ModelSettings) -> bool:
     )
 
 
-def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | None = None) -> None:
+def _refused(
+    exc: RpcError, as_json: bool, backend: Backend, session_id: str | None = None, stops: _Stops | None = None
+) -> NoReturn:
+    """Say the daemon's refusal `exc`, a consolidate's `stops` told first it is the command's
+    end: a stop from then on keeps it (decision 0546)."""
     if exc.code == UNWRITABLE:
+        _ends_refused(stops, "UNWRITABLE")
         refused_write(exc)
     if exc.code != CONSOLIDATION_REFUSED:
         raise exc
     code = exc.data["code"]
+    _ends_refused(stops, code)
     message = exc.message + (_missing_key_elsewhere(backend) if code == "NO_ROUTE" else "")
     if session_id is not None and exc.message.startswith(f"no session {session_id!r} in "):
         # In no root read: `sessions … --root` may list it all the same.
@@ -625,6 +638,11 @@ def _refused(exc: RpcError, as_json: bool, backend: Backend, session_id: str | N
         message += f"; a session read with `--root` is consolidated once its root is under {roots}"
     data = {key: value for key, value in exc.data.items() if key != "code"}  # MEMORY_INVALID's files
     failure(code, message, data, coded=True)
+
+
+def _ends_refused(stops: _Stops | None, code: str) -> None:
+    if stops is not None:
+        stops.exiting = EXIT_STATUS.get(code, EXIT_PROBLEMS)  # the status `failure` ends with
 
 
 def _missing_key_elsewhere(backend: Backend) -> str:

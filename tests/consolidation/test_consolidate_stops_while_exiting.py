@@ -23,7 +23,7 @@ from remem.daemon.server.runtime import DaemonPaths
 from tests.consolidation.conftest import Source, gated, proposal, put
 from tests.fake_openai import FakeOpenAI, slow, tool_call
 from tests.scratch import hooked_pythonpath
-from tests.stop_helpers import drained, ended, fill, writing_to
+from tests.stop_helpers import drained, ended, fill, none_pending, writing_to
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -107,6 +107,41 @@ def test_a_stop_while_a_refusal_is_said_keeps_the_refusal(home: Home, source: So
             os.close(read)
     out = b"".join(said).replace(b"\0", b"").decode()
     assert (running.returncode, out, err) == (unstopped.returncode, unstopped.stdout, unstopped.stderr)
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json-on-stdout", "line-on-stderr"])
+def test_a_refusal_that_never_gets_room_is_given_up_at_a_second_stop(home: Home, as_json: bool) -> None:
+    """Said into a full pipe nobody reads (a terminal paused with Ctrl-S), the refusal waits for
+    good: a second stop ends the command with the refusal's status, where it hung until SIGKILL.
+    No session is in the home, so that the refusal is the command's only line."""
+    command = [
+        *_remem(home),
+        "--no-daemon",
+        "consolidate",
+        *(["--json"] if as_json else []),
+        "no-such-session",
+    ]
+    unstopped = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert unstopped.returncode not in (0, 128 + signal.SIGINT), unstopped.stdout + unstopped.stderr
+    read, write = os.pipe()
+    fill(write)
+    said_on = 1 if as_json else 2
+    stdout, stderr = (write, subprocess.PIPE) if as_json else (subprocess.PIPE, write)
+    with subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True) as running:
+        os.close(write)
+        try:
+            wait_until(lambda: writing_to(running.pid, said_on), what="the command to say its refusal")
+            running.send_signal(signal.SIGINT)  # changes nothing: the refusal may yet find room
+            wait_until(
+                lambda: none_pending(running.pid) and writing_to(running.pid, said_on), what="it heard"
+            )
+            running.send_signal(signal.SIGTERM)
+            out, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
+        finally:
+            ended(running)
+            os.close(read)
+    other = err if as_json else out  # the stream the refusal is not said on: nothing either
+    assert (running.returncode, other) == (unstopped.returncode, ""), other
 
 
 def test_a_stop_before_the_daemon_asked_the_model_says_the_review_was_cancelled_before_it(

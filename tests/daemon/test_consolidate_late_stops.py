@@ -24,7 +24,7 @@ from remem.daemon.home import Home
 from tests.consolidation.conftest import Source, proposal, put
 from tests.fake_openai import FakeOpenAI, slow, tool_call
 from tests.scratch import hooked_pythonpath
-from tests.stop_helpers import fill, writing_to
+from tests.stop_helpers import ended, fill, none_pending, writing_to
 from tests.terminal import in_a_terminal, read_until
 from tests.waiting import wait_until
 
@@ -75,6 +75,34 @@ def test_a_stop_while_the_first_one_is_said_changes_neither_the_line_nor_the_sta
         running.wait(timeout=60)  # a hang guard, not a speed assertion
     os.close(read)
     assert (running.returncode, text.endswith(_committed(home, source))) == (0, True), text
+
+
+def test_a_stop_line_that_never_gets_room_is_given_up_at_the_second_stop_after_it(
+    home: Home, fake: FakeOpenAI, source: Source
+) -> None:
+    """Its stderr a full pipe nobody reads (or a terminal paused with Ctrl-S): the stop's line
+    waits for good, and the command hung until SIGKILL; it ends with the review's status."""
+    fake.reply(tool_call(proposal(put("prefer-uv", source.evidence()))))
+    read, write = os.pipe()
+    unread, saying = os.pipe()
+    fill(write)
+    with subprocess.Popen([*_remem(home), "consolidate", source.id], stdout=write, stderr=saying) as running:
+        os.close(write)
+        try:
+            wait_until(lambda: writing_to(running.pid, 1), what="the command to write its result")
+            fill(saying)  # the stop's line waits for room too, and never gets it
+            os.close(saying)
+            running.send_signal(signal.SIGTERM)
+            wait_until(lambda: writing_to(running.pid, 2), what="the command to say it was stopped")
+            running.send_signal(signal.SIGINT)  # changes nothing: the line may yet find room
+            wait_until(lambda: none_pending(running.pid) and writing_to(running.pid, 2), what="it heard")
+            running.send_signal(signal.SIGTERM)
+            running.wait(timeout=60)  # a hang guard, not a speed assertion
+        finally:
+            ended(running)
+            os.close(read)
+            os.close(unread)
+    assert (running.returncode, _receipt_status(home)) == (0, "committed")
 
 
 @pytest.mark.parametrize("where", [[], ["--no-daemon"]], ids=["through-the-daemon", "in-process"])
