@@ -622,21 +622,21 @@ def _model_set(backend: Backend, current: ModelSettings) -> bool:
 def _refused(
     exc: RpcError, as_json: bool, backend: Backend, session_id: str | None = None, stops: _Stops | None = None
 ) -> NoReturn:
-    """Say the daemon's refusal `exc`, a consolidate's `stops` told first it is the command's
-    end: a stop from then on keeps it (decision 0546)."""
+    """Say the daemon's refusal `exc`, whole, before a consolidate's `stops` are told it is the
+    command's end: a stop from then on keeps it (decision 0546)."""
     if exc.code == UNWRITABLE:
         _ends_refused(stops, "UNWRITABLE")
         refused_write(exc)
     if exc.code != CONSOLIDATION_REFUSED:
         raise exc
     code = exc.data["code"]
-    _ends_refused(stops, code)
     message = exc.message + (_missing_key_elsewhere(backend) if code == "NO_ROUTE" else "")
     if session_id is not None and exc.message.startswith(f"no session {session_id!r} in "):
         # In no root read: `sessions … --root` may list it all the same.
         roots = f"sessions.roots in {backend.home.settings_file}"
         message += f"; a session read with `--root` is consolidated once its root is under {roots}"
     data = {key: value for key, value in exc.data.items() if key != "code"}  # MEMORY_INVALID's files
+    _ends_refused(stops, code)
     failure(code, message, data, coded=True)
 
 
@@ -646,10 +646,14 @@ def _ends_refused(stops: _Stops | None, code: str) -> None:
 
 
 def _missing_key_elsewhere(backend: Backend) -> str:
-    """`_key_elsewhere` for the route the daemon refused, when its key is what is missing."""
+    """`_key_elsewhere` for the route the daemon refused, when its key is what is missing: a hint,
+    not worth a wait. A daemon gone since it refused is not started again for it, and one that
+    does not answer (stopped, stuck) or a stop meanwhile leaves it out, the refusal said as the
+    daemon gave it, where a stuck daemon hid the refusal behind its own failure 10 s later."""
+    left_out: tuple[type[BaseException], ...] = (*unanswered(), KeyboardInterrupt)
     try:
-        current = backend.api().model_settings(Empty())
-    except RpcError:
+        current = backend.api(start=False).model_settings(Empty())
+    except left_out:
         return ""
     return _key_elsewhere(backend, current)
 

@@ -15,12 +15,15 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.cli.output import EXIT_INVALID
 from remem.daemon.home import Home
 from remem.daemon.server.runtime import DaemonPaths
-from tests.consolidation.conftest import Source, gated, proposal, put
+from tests.consolidation.conftest import KEY_ENV, Source, gated, proposal, put
 from tests.fake_openai import FakeOpenAI, slow, tool_call
 from tests.scratch import hooked_pythonpath
 from tests.stop_helpers import drained, ended, fill, none_pending, writing_to
@@ -29,6 +32,7 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.slow
 
 GATE_ENV = "REMEM_TEST_EXIT_GATE"
+STUCK_ENV = "REMEM_TEST_STUCK_DAEMON"
 
 # `remem consolidate` held as the interpreter exits (its atexit callbacks run last to first, so
 # this one, registered at the start, runs after the command's), until the test writes to the
@@ -144,6 +148,56 @@ def test_a_refusal_that_never_gets_room_is_given_up_at_a_second_stop(home: Home,
     assert (running.returncode, other) == (unstopped.returncode, ""), other
 
 
+# The daemon stopped (SIGSTOP) as the command, refused, looks for a hint for the refusal: the
+# daemon is stuck from then on. Only the command: the daemon it starts inherits this.
+_STUCK_FOR_THE_HINT = f"""
+import os, signal, sys
+
+if "consolidate" in sys.argv:
+    import remem.daemon.cli.consolidate as consolidate
+
+    _looked_up = consolidate._missing_key_elsewhere
+
+    def _daemon_stuck(backend):
+        os.kill(int(os.environ["{STUCK_ENV}"]), signal.SIGSTOP)
+        os.write(2, b"daemon stuck\\n")
+        return _looked_up(backend)
+
+    consolidate._missing_key_elsewhere = _daemon_stuck
+"""
+
+
+def test_a_refusal_whose_hint_a_stuck_daemon_cannot_give_is_said_at_a_stop(
+    home: Home, source: Source, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon with no key refuses the review (NO_ROUTE); the hint that this shell has the key
+    is the daemon's to give. Stuck, it ignored every stop and ended the command 10 s later with
+    its own failure, the refusal never said: a stop now leaves the hint out."""
+    monkeypatch.delenv(NO_DAEMON_ENV)
+    keyless = {name: value for name, value in os.environ.items() if name != KEY_ENV}
+    subprocess.run([*_remem(home), "daemon", "start"], env=keyless, timeout=120, check=True)
+    daemon = DaemonPaths(home).read_status()
+    assert daemon is not None
+    monkeypatch.setenv(STUCK_ENV, str(daemon.pid))
+    monkeypatch.setenv("PYTHONPATH", hooked_pythonpath(_STUCK_FOR_THE_HINT, "remem-stuck-for-hint-"))
+    running = _started(home, ["consolidate", source.id])
+    try:
+        _read_until(running, "daemon stuck")
+        wait_until(lambda: _waiting_for_an_answer(running.pid), what="the command to ask for the hint")
+        running.send_signal(signal.SIGINT)  # while the hint is asked for, not before
+        _, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
+    finally:
+        ended(running)
+        os.kill(daemon.pid, signal.SIGCONT)
+        subprocess.run([*_remem(home), "daemon", "stop"], timeout=120)
+    [refusal] = err.splitlines()[-1:]
+    assert (running.returncode, refusal.startswith("remem: NO_ROUTE: "), "this shell" in refusal) == (
+        EXIT_INVALID,
+        True,
+        False,
+    ), err
+
+
 def test_a_stop_before_the_daemon_asked_the_model_says_the_review_was_cancelled_before_it(
     home: Home, fake: FakeOpenAI, source: Source, served: None
 ) -> None:
@@ -193,6 +247,14 @@ def test_a_cancel_whose_daemon_died_starts_no_daemon(
     )
     assert (running.returncode, err.splitlines()[-1:]) == (130, [unanswered]), err
     assert not DaemonPaths(home, layout=False).running()
+
+
+def _waiting_for_an_answer(pid: int) -> bool:
+    """Whether process `pid` waits in its event loop, as a daemon call does for its answer."""
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text() == "do_epoll_wait"
+    except OSError:  # exited meanwhile: the wait failed, as the test then says
+        return False
 
 
 def _started(home: Home, args: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[str]:
