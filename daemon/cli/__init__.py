@@ -382,6 +382,11 @@ def main() -> None:
         said = one_line(redact(mask_userinfo(f"{type(exc).__name__}: {exc}")))  # it may quote a key
         said = said if len(said) <= _SAID_CHARS else f"{said[: _SAID_CHARS - 1]}…"
         failure("INTERNAL", f"internal error, a bug in remem ({said}); {kept}")
+    finally:
+        # Loaded only by the commands it holds: looked up, so that the others pay no import.
+        ran = sys.modules.get(f"{__name__}.consolidate")
+        if ran is not None:
+            ran.exits_ignoring_stops()
 
 
 _SAID_CHARS = 200  # of the exception's own message, on the one line

@@ -377,8 +377,8 @@ def _stops_as_ctrl_c(stops: _Stops) -> Iterator[None]:
     left to say, as a line that waits for room that long may never get it (a full pipe nobody
     reads, a terminal paused with Ctrl-S): the command ends with the status it decided, where it
     hung until SIGKILL (decision 0546). Given back when the command ends, as a
-    process that embeds it (a test's `CliRunner`) had them, they are ignored once the process
-    itself exits (`_stops_ignored_at_exit`)."""
+    process that embeds it (a test's `CliRunner`) had them, they are ignored once `remem` itself
+    exits (`exits_ignoring_stops`)."""
 
     def as_ctrl_c(signum: int, frame: FrameType | None) -> None:
         stops.heard.append(signum)
@@ -391,8 +391,8 @@ def _stops_as_ctrl_c(stops: _Stops) -> Iterator[None]:
             stops.end()
         raise KeyboardInterrupt
 
-    atexit.unregister(_stops_ignored_at_exit)  # once, however many commands a process runs
-    atexit.register(_stops_ignored_at_exit)
+    global _heeded
+    _heeded = True
     before = {s: signal.signal(s, as_ctrl_c) for s, usual in _HEEDED.items() if signal.getsignal(s) == usual}
     try:
         yield
@@ -406,6 +406,17 @@ _HEEDED = {  # each stop `remem consolidate` hears, and its handler when nothing
     signal.SIGTERM: signal.SIG_DFL,
     signal.SIGHUP: signal.SIG_DFL,
 }
+
+
+_heeded = False  # whether a consolidate in this process took its stops over
+
+
+def exits_ignoring_stops() -> None:
+    """Once `remem`, as the process (`main`), ran its command: if a consolidate heard stops, they
+    are ignored as the process exits. Never as a process that embeds the CLI (a test's
+    `CliRunner`) exits, nor so in the children it starts then (they inherit an ignored stop)."""
+    if _heeded:
+        atexit.register(_stops_ignored_at_exit)
 
 
 def _stops_ignored_at_exit() -> None:

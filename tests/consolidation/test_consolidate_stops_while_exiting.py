@@ -198,6 +198,35 @@ def test_a_refusal_whose_hint_a_stuck_daemon_cannot_give_is_said_at_a_stop(
     ), err
 
 
+# A process that embeds the CLI runs a consolidate, then, as it exits (after any callback the
+# command registered: this one was first), says how it would take a stop there.
+_EMBEDDING = """
+import atexit, signal, sys
+from click.testing import CliRunner
+
+
+def _at_exit():
+    print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+          signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+
+
+atexit.register(_at_exit)
+from remem.daemon.cli import cli
+
+ran = CliRunner().invoke(cli, ["--home", sys.argv[1], "--no-daemon", "consolidate", "no-such-session"])
+assert ran.exit_code not in (0, None), ran.output
+"""
+
+
+def test_a_process_embedding_a_consolidate_takes_stops_as_it_exits(home: Home, source: Source) -> None:
+    """Only `remem` as the process ignores stops while it exits: an embedding process did too,
+    and so did the children it started then (an ignored signal is inherited)."""
+    ran = subprocess.run(
+        [sys.executable, "-c", _EMBEDDING, str(home.root)], capture_output=True, text=True, timeout=120
+    )
+    assert (ran.returncode, ran.stdout) == (0, "True True\n"), ran.stdout + ran.stderr
+
+
 def test_a_stop_before_the_daemon_asked_the_model_says_the_review_was_cancelled_before_it(
     home: Home, fake: FakeOpenAI, source: Source, served: None
 ) -> None:
