@@ -9,6 +9,7 @@ command's own status a moment before. A stop while a refusal was being said repl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -258,24 +259,35 @@ def test_a_cancel_whose_daemon_died_starts_no_daemon(
     home: Home, fake: FakeOpenAI, source: Source, served: None
 ) -> None:
     """The stop's cancel goes on the run's own connection: a daemon dead by then is nothing to
-    cancel, said as such, and no daemon is started only to be told to cancel."""
-    fake.reply(slow(8, tool_call(proposal(put("prefer-uv", source.evidence())))))
+    cancel, said as such, and no daemon is started only to be told to cancel. The daemon is held
+    (SIGSTOP) until it is killed, so that it cannot answer the cancel first."""
+    let_go = threading.Event()
+    fake.reply(gated(let_go, tool_call(proposal(put("prefer-uv", source.evidence())))))
     running = _started(home, ["consolidate", source.id])
+    held: list[int] = []
     try:
         _read_until(running, "waiting for the model")
         daemon = DaemonPaths(home).read_status()
         assert daemon is not None
+        os.kill(daemon.pid, signal.SIGSTOP)
+        held.append(daemon.pid)
         running.send_signal(signal.SIGINT)
+        _read_until(running, "remem: stopping: asking the daemon to cancel the review")
         os.kill(daemon.pid, signal.SIGKILL)
         _, err = running.communicate(timeout=60)  # a hang guard, not a speed assertion
     finally:
+        let_go.set()
         ended(running)
+        for pid in held:  # killed, unless the test failed first: `served` then stops it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
     unanswered = (
         "remem: interrupted before the daemon answered its cancel: the review may still commit "
         f"(remem receipts --session {source.id} shows what became of it)"
     )
     assert (running.returncode, err.splitlines()[-1:]) == (130, [unanswered]), err
-    assert not DaemonPaths(home, layout=False).running()
+    # The killed daemon's lock goes as the kernel closes its files: none started since holds it.
+    wait_until(lambda: not DaemonPaths(home, layout=False).running(), what="no daemon to be running")
 
 
 def _waiting_for_an_answer(pid: int) -> bool:
