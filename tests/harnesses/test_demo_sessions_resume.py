@@ -5,6 +5,7 @@ model, which is sent the seeded conversation through that turn and the child's p
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ def test_codex_resumes_a_fork_of_the_demos_codex_session(home: Home, tmp_path: P
         demo_home = harness_home(tmp_path / "dsh", "codex")  # where the demo wrote it
         shutil.copy(cx.codex_home / "config.toml", demo_home / "config.toml")  # the fake model
         cx.codex_home = demo_home
+        recorded_under_the_fake(cx.sessions, seeded.codex)
         done = fork_after_turn_1(home, "codex", cx.sessions, seeded.codex)
         fake.reply(text("child answer"))
         child = cx.exec("resume", done.child, "child question")
@@ -58,3 +60,18 @@ def test_codex_resumes_a_fork_of_the_demos_codex_session(home: Home, tmp_path: P
     assert child.session_id == done.child and child.rollout == Path(done.path)
     assert "Write the changelog entry" in sent and "a1b2c3d Stream CSV" in sent
     assert "child question" in sent
+
+
+def recorded_under_the_fake(folder: Path, session: str) -> None:
+    """The demo's thread recorded under this test's provider, `fake` (the fake model server),
+    where the demo records `openai`, as a user's Codex would: Codex 0.169 resumes a thread only
+    under the provider it recorded ("Cannot change this thread's model provider"). Its time is
+    kept, so the thread stays as finished as the demo left it."""
+    (path,) = folder.rglob(f"*{session}.jsonl")
+    kept = path.stat()
+    first, rest = path.read_bytes().split(b"\n", 1)
+    meta = json.loads(first)
+    assert meta["payload"]["model_provider"] == "openai", meta
+    meta["payload"]["model_provider"] = "fake"
+    path.write_bytes(json.dumps(meta).encode() + b"\n" + rest)
+    os.utime(path, ns=(kept.st_atime_ns, kept.st_mtime_ns))

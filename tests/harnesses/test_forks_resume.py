@@ -276,6 +276,7 @@ def test_the_command_a_codex_fork_prints_resumes_it_from_any_terminal(
         cx = Codex(tmp_path / "cx", fake)
         if repository:
             subprocess.run(["git", "init", "-q", str(cx.cwd)], check=True)
+            trusted(cx.codex_home, cx.cwd)
         fake.reply(text("first answer"))
         parent = cx.exec("first question")
         for prompt in ("second question", "third question"):
@@ -300,3 +301,10 @@ def test_the_command_a_codex_fork_prints_resumes_it_from_any_terminal(
     sent = str(fake.requests[asked]["input"])
     assert "second answer" in sent and "third question" not in sent and "child question" in sent
     assert "child question" in cx.rollout(made["child"]).read_text()  # Codex went on in remem's child
+
+
+def trusted(codex_home: Path, folder: Path) -> None:
+    """`folder` trusted, as a user who once answered Codex's question has it in `config.toml`:
+    Codex 0.169's TUI asks whether to trust a repository before it takes a prompt."""
+    with (codex_home / "config.toml").open("a") as config:
+        config.write(f'\n[projects."{folder}"]\ntrust_level = "trusted"\n')
