@@ -318,7 +318,11 @@ class Consolidator:
         except (SessionLogError, LockUnusable, HomeUnusable, OSError) as exc:
             # The receipt, smaller and in another folder, says why, as for a later append's refusal:
             # left `running`, readers would say it interrupted, naming no cause (decision 0543).
-            return self._finish(ended(receipt, Status.INTERNAL_ERROR, unstarted(exc)))
+            why = unstarted(exc)
+            if why is None:  # unforeseen: ended all the same, then said as a bug, its traceback kept
+                self._finish(ended(receipt, Status.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
+                raise
+            return self._finish(ended(receipt, Status.INTERNAL_ERROR, why))
         return _Ready(receipt, log, context, evidence.ranges(), debug, source)
 
     def _adopt(

@@ -201,22 +201,34 @@ def _made_link(home: Home, directory: Path) -> Path | None:
     return next((p for p in (directory.parent, directory) if os.path.islink(p)), None)
 
 
-def unstarted(exc: SessionLogError | LockUnusable | HomeUnusable | OSError) -> str:
+# What stands where remem makes a worker session's folder, and what to do about it.
+_IN_THE_WAY = {
+    errno.EEXIST: "something other than a folder stands where remem makes one: move it away",
+    errno.ENOTDIR: "something other than a folder stands where remem makes one: move it away",
+    errno.ELOOP: "a link stands where remem makes a folder: remove it",
+}
+
+
+def unstarted(exc: SessionLogError | LockUnusable | HomeUnusable | OSError) -> str | None:
     """Why an attempt ended whose worker session could not be started, naming what stood in its
     way and what to do: the receipt already said the attempt running, so whatever the cause (a
     refused write, a file where remem makes a folder, a link at `writer.lock`) it is said there,
-    never left for readers to call interrupted (decision 0543)."""
+    never left for readers to call interrupted (decision 0543). None for an OSError remem did not
+    foresee (EIO, EBADF…): a bug's or the disk's, which no advice fits."""
     if isinstance(exc, Unwritable):
         return unwritten(exc)
     if isinstance(exc, SessionLogError):
         return f"the worker session could not be written: {exc.reason}"
     if isinstance(exc, LockUnusable | HomeUnusable):  # each names the file and its fix
         return f"the worker session could not be started: {exc}"
-    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
-        fix = "something other than a folder stands where remem makes one: move it away"
+    if exc.errno in _IN_THE_WAY:
+        fix = _IN_THE_WAY[exc.errno]
+    elif is_refused_write(exc):
+        fix = remedy(exc.errno)
     else:
-        fix = remedy(exc.errno) if is_refused_write(exc) else "fix or move away what stands there"
-    return f"the worker session could not be started at {exc.filename} ({exc.strerror}); {fix}, then retry"
+        return None
+    where = "" if exc.filename is None else f" at {exc.filename}"
+    return f"the worker session could not be started{where} ({exc.strerror}); {fix}, then retry"
 
 
 def unwritten(refusal: OSError) -> str:
