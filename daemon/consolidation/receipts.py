@@ -202,11 +202,13 @@ def _regular_stat(path: Path) -> os.stat_result:
     return st
 
 
-_Version = tuple[int, int, int]  # a receipt file's inode, mtime and size: a rewrite renames a new one
+# A receipt file's inode, mtime, ctime and size: a rewrite renames a new one. The ctime too, as
+# an edit in place that sets the mtime back (`touch -r`, `cp -p`, `rsync -t`) cannot set it.
+_Version = tuple[int, int, int, int]
 
 
 def _version(st: os.stat_result) -> _Version:
-    return st.st_ino, st.st_mtime_ns, st.st_size
+    return st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
 
 
 def _read_text(path: Path) -> tuple[str, _Version]:

@@ -21,6 +21,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers.inotify import InotifyObserver
 
 from remem.daemon.cli.backend import NO_DAEMON_ENV
+from remem.daemon.consolidation.receipts import ReceiptStore
 from remem.daemon.home import Home
 from tests.daemon.helpers import calls
 from tests.test_cli_receipts_order import reviewed
@@ -89,3 +90,18 @@ def test_a_misnamed_file_is_read_once_per_version_and_never_for_the_overview(
     assert "b-copy.md" in by_first, by_first  # read for whose it is: b's, so unsaid
     assert json.loads(first.stdout)["errors"] == json.loads(again.stdout)["errors"] == []
     assert "b-copy.md" not in by_again, by_again
+
+
+def test_a_misnamed_file_edited_in_place_with_its_time_set_back_is_read_again(home: Home) -> None:
+    """An edit in place that keeps the size and sets the mtime back (`touch -r`, `cp -p`,
+    `rsync -t`) is a new version all the same: the ctime, which no user sets, tells it."""
+    store = ReceiptStore(home)
+    store.folder.mkdir(parents=True, exist_ok=True)
+    renamed = store.folder / "renamed.md"
+    renamed.write_text("---\nnot: a receipt\n---\n")  # damaged front matter: may be anyone's
+    before = renamed.stat()
+    assert store.misnamed(lambda receipt: False) is not None
+    renamed.write_text("a note, of the same size\n"[: before.st_size - 1] + "\n")
+    os.utime(renamed, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (renamed.stat().st_size, renamed.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert store.misnamed(lambda receipt: False) is None, "the verdict of the earlier version"
