@@ -78,11 +78,16 @@ def recover_worker_dir(home: Home, session_id: str) -> None:
 def _own_dir(home: Home, session_id: str) -> Path | None:
     """The worker session's folder, or None when a link (or a folder this user may not search)
     stands on its way: no session of remem's is there, and an attempt that would write one
-    ends saying why (`WorkerLog`)."""
+    ends saying why (`WorkerLog`). None too for an id longer than a folder name may be: no
+    folder has it."""
     try:
         return home.refuse_link(worker_dir(home, session_id))
     except HomeUnusable:
         return None
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return None
+        raise
 
 
 class Recorded(NamedTuple):
