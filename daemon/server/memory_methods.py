@@ -94,9 +94,6 @@ class MemoryMethods:
         self.store = MemoryStore(home, defer_history=watch is not None, attribute=attribute)
         self.cache = None if watch is None else SnapshotCache(self.store, watch=watch)
         self._publish = publish
-        # A server answering many callers (the daemon, an MCP server run without it) bounds its
-        # commits' waits for another process's lock; one command waits, its user there.
-        self._serving = watch is not None
         # Set once the daemon has recorded what changed while no daemon watched: a change found
         # after that was made while it watched, by hand (what `memory/log` finds before the
         # watcher's debounced look does, too).
@@ -407,7 +404,9 @@ class MemoryMethods:
         """`commit`, bounded (`_bounded`) in a server: stuck behind a `--no-daemon` writer
         stopped in its work, it held the scope's worker and turn, and the daemon's stop, for
         good. Its refusal says nothing was written: a scope's lock is taken before any write."""
-        return _bounded(commit, reading=False) if self._serving else commit
+        # A server (a cache: the daemon, an MCP server run without it) answers many callers;
+        # one command waits, its user there to interrupt it.
+        return _bounded(commit, reading=False) if self.cache is not None else commit
 
     async def in_scope_thread(
         self, scope: Scope, action: Callable[[], T], *, reads_global: bool = False
