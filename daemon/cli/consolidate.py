@@ -46,12 +46,12 @@ from .output import (
     EXIT_CONFLICT,
     EXIT_INTERRUPTED,
     EXIT_PROBLEMS,
-    EXIT_STATUS,
     Command,
     Group,
     OutputUnwritable,
     emit_json,
     exit_silenced,
+    exit_status,
     fail,
     failure,
     refused_write,
@@ -653,7 +653,7 @@ def _refused(
 
 def _ends_refused(stops: _Stops | None, code: str) -> None:
     if stops is not None:
-        stops.exiting = EXIT_STATUS.get(code, EXIT_PROBLEMS)  # the status `failure` ends with
+        stops.exiting = exit_status(code)  # the status `failure` ends with
 
 
 def _missing_key_elsewhere(backend: Backend) -> str:

@@ -205,7 +205,7 @@ def also_in_failures(more: Callable[[BaseException | None], dict[str, Any]] = _n
 def failure(code: str, message: str, data: dict[str, Any] | None = None, *, coded: bool = False) -> NoReturn:
     """Every failure of every command: with `--json`, `{"error": {"code", "message", ...data}}`
     on stdout; else one line on stderr (`remem: CODE: message` when `coded`, as the daemon's
-    refusals are said); the exit status is `EXIT_STATUS`'s."""
+    refusals are said); the exit status is `exit_status`'s."""
     line = f"remem: {code}: {message}" if coded else f"remem: {message}"
     if not _Answer.as_json:
         say(line, err=True)
@@ -218,7 +218,12 @@ def failure(code: str, message: str, data: dict[str, Any] | None = None, *, code
         except OutputUnwritable:  # `>&-`, a full disk: the error is not lost if stderr can say it
             with contextlib.suppress(OSError, OutputUnwritable):
                 say(line, err=True)
-    sys.exit(EXIT_STATUS.get(code, EXIT_PROBLEMS))
+    sys.exit(exit_status(code))
+
+
+def exit_status(code: str) -> int:
+    """The status a failure with `code` ends the command with (`failure`)."""
+    return EXIT_STATUS.get(code, EXIT_PROBLEMS)
 
 
 def exit_pipe_closed() -> NoReturn:
